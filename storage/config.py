@@ -1,0 +1,216 @@
+"""Model registry and per-namespace settings, loaded from YAML.
+
+The tracked defaults live in the repository's `config/` folder; commands that tune
+settings write overrides under `$INFERCACHE_HOME/config/`, read on top of them.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+DEFAULT_CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
+MODELS_FILE = "models.yaml"
+NAMESPACES_FILE = "namespaces.yaml"
+BACKENDS = ("zero_shot_classifier", "causal_lm")
+EVICTION_POLICIES = ("lru", "lfu")
+
+
+class ConfigError(ValueError):
+    """The configuration is malformed; the message says which entry and how to fix it."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    version: str
+    backend: str
+    settings: dict[str, Any]
+    price_per_device_hour: float
+    reference_cost_per_1k_tokens: float | None = None
+
+
+@dataclass(frozen=True)
+class EmbeddingModelSpec:
+    name: str
+    package: str | None
+    path: str | None
+    languages: tuple[str, ...]
+
+    def model_folder(self) -> Path:
+        """The folder holding the weights; never a hub download."""
+        if self.path:
+            return Path(self.path)
+        module = __import__(self.package)
+        return Path(module.get_model_path())
+
+
+@dataclass(frozen=True)
+class SemanticSettings:
+    enabled: bool
+    threshold: float
+    embedding_model: str
+
+
+@dataclass(frozen=True)
+class NamespaceSettings:
+    name: str
+    ttl_seconds: int
+    semantic: SemanticSettings
+    labels: tuple[str, ...]
+    max_entries: int | None
+    max_bytes: int | None
+    eviction: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    models: dict[str, ModelSpec]
+    embedding_models: dict[str, EmbeddingModelSpec]
+    namespace_defaults: dict[str, Any]
+    namespace_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def model(self, name: str) -> ModelSpec:
+        try:
+            return self.models[name]
+        except KeyError:
+            raise ConfigError(
+                f"unknown model {name!r}: known models are {', '.join(sorted(self.models))}"
+            ) from None
+
+    def embedding_model(self, name: str) -> EmbeddingModelSpec:
+        try:
+            return self.embedding_models[name]
+        except KeyError:
+            known = ", ".join(sorted(self.embedding_models))
+            raise ConfigError(
+                f"unknown embedding model {name!r}: known embedding models are {known}"
+            ) from None
+
+    def namespace(self, name: str) -> NamespaceSettings:
+        merged = _deep_merge(self.namespace_defaults, self.namespace_overrides.get(name, {}))
+        return _namespace_settings(name, merged)
+
+
+def load_settings(config_dir: Path | None = None, home: Path | None = None) -> Settings:
+    """Read the registry and namespace settings; `home` adds the overrides written by commands."""
+    config_dir = config_dir or DEFAULT_CONFIG_DIR
+    models_doc = _read_yaml(config_dir / MODELS_FILE)
+    namespaces_doc = _read_yaml(config_dir / NAMESPACES_FILE)
+    overrides = dict(namespaces_doc.get("namespaces") or {})
+    defaults = namespaces_doc.get("defaults") or {}
+    if home is not None:
+        local = _read_yaml(home / "config" / NAMESPACES_FILE, missing_ok=True)
+        defaults = _deep_merge(defaults, local.get("defaults") or {})
+        for name, values in (local.get("namespaces") or {}).items():
+            overrides[name] = _deep_merge(overrides.get(name, {}), values or {})
+    settings = Settings(
+        models={m.name: m for m in map(_model_spec, models_doc.get("models") or [])},
+        embedding_models={
+            e.name: e for e in map(_embedding_spec, models_doc.get("embedding_models") or [])
+        },
+        namespace_defaults=defaults,
+        namespace_overrides=overrides,
+    )
+    for name in [None, *overrides]:
+        settings.namespace(name or "(defaults)")  # fail now on a malformed namespace
+    return settings
+
+
+def write_namespace_override(home: Path, namespace: str, values: dict[str, Any]) -> Path:
+    """Merge `values` into the namespace's overrides under `home` (never a tracked file)."""
+    path = home / "config" / NAMESPACES_FILE
+    document = _read_yaml(path, missing_ok=True)
+    namespaces = document.setdefault("namespaces", {})
+    namespaces[namespace] = _deep_merge(namespaces.get(namespace) or {}, values)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(document, sort_keys=True))
+    return path
+
+
+def _read_yaml(path: Path, missing_ok: bool = False) -> dict[str, Any]:
+    if not path.exists():
+        if missing_ok:
+            return {}
+        raise ConfigError(f"configuration file {path} is missing")
+    document = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(document, dict):
+        raise ConfigError(f"{path} must hold a mapping at its top level")
+    return document
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _model_spec(entry: dict[str, Any]) -> ModelSpec:
+    where = f"model entry {entry.get('name', entry)!r} in {MODELS_FILE}"
+    for required in ("name", "version", "backend", "price_per_device_hour"):
+        if required not in entry:
+            raise ConfigError(f"{where} lacks {required!r}")
+    if entry["backend"] not in BACKENDS:
+        raise ConfigError(
+            f"{where}: backend {entry['backend']!r} is unknown; use one of {', '.join(BACKENDS)}"
+        )
+    reference = entry.get("reference_cost_per_1k_tokens")
+    return ModelSpec(
+        name=str(entry["name"]),
+        version=str(entry["version"]),
+        backend=entry["backend"],
+        settings=dict(entry.get("settings") or {}),
+        price_per_device_hour=float(entry["price_per_device_hour"]),
+        reference_cost_per_1k_tokens=None if reference is None else float(reference),
+    )
+
+
+def _embedding_spec(entry: dict[str, Any]) -> EmbeddingModelSpec:
+    if not entry.get("name") or not (entry.get("package") or entry.get("path")):
+        raise ConfigError(
+            f"embedding model entry {entry!r} in {MODELS_FILE} needs a name and a package or path"
+        )
+    return EmbeddingModelSpec(
+        name=entry["name"],
+        package=entry.get("package"),
+        path=entry.get("path"),
+        languages=tuple(entry.get("languages") or ()),
+    )
+
+
+def _namespace_settings(name: str, values: dict[str, Any]) -> NamespaceSettings:
+    semantic = values.get("semantic") or {}
+    capacity = values.get("capacity") or {}
+    threshold = float(semantic.get("threshold", 0.92))
+    if not 0.0 < threshold <= 1.0:
+        raise ConfigError(f"namespace {name!r}: semantic.threshold {threshold} is not in (0, 1]")
+    eviction = values.get("eviction", "lru")
+    if eviction not in EVICTION_POLICIES:
+        raise ConfigError(
+            f"namespace {name!r}: eviction {eviction!r} is unknown; use one of "
+            f"{', '.join(EVICTION_POLICIES)}"
+        )
+    ttl = int(values.get("ttl_seconds", 2592000))
+    if ttl <= 0:
+        raise ConfigError(f"namespace {name!r}: ttl_seconds must be positive, got {ttl}")
+    return NamespaceSettings(
+        name=name,
+        ttl_seconds=ttl,
+        semantic=SemanticSettings(
+            enabled=bool(semantic.get("enabled", True)),
+            threshold=threshold,
+            embedding_model=str(semantic.get("embedding_model", "all-MiniLM-L6-v2")),
+        ),
+        labels=tuple(values.get("labels") or ()),
+        max_entries=capacity.get("max_entries"),
+        max_bytes=capacity.get("max_bytes"),
+        eviction=eviction,
+    )

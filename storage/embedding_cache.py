@@ -1,0 +1,78 @@
+"""The embedding cache (LanceDB): no text is embedded twice by the same model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import pyarrow as pa
+
+from storage.keys import text_hash
+from storage.lance_tables import literal, open_table, table_name, vector_field
+
+# LanceDB filters are strings; keep each IN list to a size the planner handles well.
+_LOOKUP_CHUNK = 1000
+
+Embed = Callable[[list[str]], np.ndarray]
+
+
+class EmbeddingCache:
+    def __init__(self, folder: Path, embedding_model: str, dimension: int) -> None:
+        self.embedding_model = embedding_model
+        self.dimension = dimension
+        schema = pa.schema([pa.field("text_hash", pa.string()), vector_field(dimension)])
+        self._table = open_table(
+            lancedb.connect(str(folder)), table_name("embeddings", embedding_model), schema
+        )
+
+    def get(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        unique = list(dict.fromkeys(hashes))
+        for start in range(0, len(unique), _LOOKUP_CHUNK):
+            chunk = unique[start : start + _LOOKUP_CHUNK]
+            rows = (
+                self._table.search()
+                .where(f"text_hash IN ({','.join(literal(h) for h in chunk)})")
+                .select(["text_hash", "vector"])
+                .limit(None)
+                .to_arrow()
+            )
+            vectors = np.asarray(rows["vector"].to_pylist(), dtype=np.float32)
+            found.update(zip(rows["text_hash"].to_pylist(), vectors, strict=True))
+        return found
+
+    def put(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        if not len(hashes):
+            return
+        self._table.add(
+            pa.table(
+                {
+                    "text_hash": list(hashes),
+                    "vector": pa.array(
+                        vectors.astype(np.float32).tolist(), type=vector_field(self.dimension).type
+                    ),
+                }
+            )
+        )
+
+    def count(self) -> int:
+        return self._table.count_rows()
+
+    def embed(self, texts: Sequence[str], embed: Embed) -> tuple[np.ndarray, int]:
+        """Vectors for `texts` in order, embedding only texts not cached yet.
+
+        Returns the matrix and how many texts were embedded now.
+        """
+        hashes = [text_hash(t) for t in texts]
+        cached = self.get(hashes)
+        missing = {h: t for h, t in zip(hashes, texts, strict=True) if h not in cached}
+        if missing:
+            new_vectors = np.asarray(embed(list(missing.values())), dtype=np.float32)
+            self.put(list(missing), new_vectors)
+            cached.update(zip(missing, new_vectors, strict=True))
+        matrix = np.stack([cached[h] for h in hashes]) if hashes else np.zeros(
+            (0, self.dimension), dtype=np.float32
+        )
+        return matrix, len(missing)

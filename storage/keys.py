@@ -1,0 +1,119 @@
+"""Cache keys: canonical encoding of a request, then SHA-256.
+
+The key covers everything that changes the answer. The canonical request (an
+ordered JSON array) is stored with the entry, and a hit is served only when it
+equals the new request's: that, not the hash, is the collision guard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import unicodedata
+from dataclasses import dataclass
+from typing import Any
+
+# Bump when the canonical encoding changes: old entries then simply stop matching.
+KEY_SCHEMA_VERSION = 1
+
+
+class InvalidParams(ValueError):
+    """Inference parameters that cannot be encoded canonically."""
+
+
+@dataclass(frozen=True)
+class RequestIdentity:
+    tenant: str
+    namespace: str
+    model: str
+    model_version: str
+    params: dict[str, Any]
+    prefix: str
+    input: str
+
+
+def canonical_params(params: dict[str, Any]) -> str:
+    """Params as canonical JSON: sorted keys, integral floats as integers, no NaN/inf."""
+    if not isinstance(params, dict):
+        raise InvalidParams(f"params must be a JSON object, got {type(params).__name__}")
+    return json.dumps(
+        _normalize(params, "params"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def canonical_request(identity: RequestIdentity) -> str:
+    """The ordered JSON array the key is the hash of."""
+    return json.dumps(
+        [
+            KEY_SCHEMA_VERSION,
+            identity.tenant,
+            identity.namespace,
+            identity.model,
+            identity.model_version,
+            json.loads(canonical_params(identity.params)),
+            _text(identity.prefix),
+            _text(identity.input),
+        ],
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+
+
+def cache_key(canonical: str) -> bytes:
+    """The fixed-length key: SHA-256 of the canonical request's UTF-8 bytes."""
+    return hashlib.sha256(canonical.encode("utf-8")).digest()
+
+
+def semantic_scope(identity: RequestIdentity, embedding_model: str) -> str:
+    """Hex hash of everything but the input: the hard prefilter of a semantic search.
+
+    Two requests may share an answer only if they agree on all of it.
+    """
+    encoded = json.dumps(
+        [
+            KEY_SCHEMA_VERSION,
+            identity.tenant,
+            identity.namespace,
+            identity.model,
+            identity.model_version,
+            json.loads(canonical_params(identity.params)),
+            _text(identity.prefix),
+            embedding_model,
+        ],
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+
+
+def text_hash(text: str) -> str:
+    """Hex SHA-256 of a text as embedded (NFC), the embedding cache's key."""
+    return hashlib.sha256(_text(text).encode("utf-8")).hexdigest()
+
+
+def _text(value: str | None) -> str:
+    # NFC: the same characters typed with combining marks are the same request.
+    return unicodedata.normalize("NFC", value or "")
+
+
+def _normalize(value: Any, where: str) -> Any:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return _text(value) if isinstance(value, str) else value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidParams(f"{where} is {value}: NaN and infinity have no canonical form")
+        # 1.0 and 1 mean the same temperature.
+        return int(value) if value.is_integer() and abs(value) < 2**53 else value
+    if isinstance(value, dict):
+        for key in value:
+            if not isinstance(key, str):
+                raise InvalidParams(f"{where} has a non-string key {key!r}")
+        return {key: _normalize(item, f"{where}.{key}") for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalize(item, f"{where}[{i}]") for i, item in enumerate(value)]
+    raise InvalidParams(f"{where} holds a {type(value).__name__}, which JSON cannot carry")

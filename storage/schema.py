@@ -1,0 +1,156 @@
+"""The DuckDB schema in one place: tables, views, and the migration step.
+
+No PRIMARY KEY on cache_entries: on DuckDB it doubles load time and makes bulk
+deletes slow; keys stay unique because every write is delete-then-insert by key.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+SCHEMA_VERSION = 1
+
+TABLES: dict[str, str] = {
+    "cache_entries": """
+        key BLOB NOT NULL,
+        tenant VARCHAR NOT NULL,
+        namespace VARCHAR NOT NULL,
+        model VARCHAR NOT NULL,
+        model_version VARCHAR NOT NULL,
+        canonical_request VARCHAR NOT NULL,
+        input_text VARCHAR NOT NULL,
+        answer_json VARCHAR NOT NULL,
+        created_at TIMESTAMP NOT NULL,
+        expires_at TIMESTAMP NOT NULL,
+        last_hit_at TIMESTAMP,
+        hit_count BIGINT NOT NULL DEFAULT 0,
+        size_bytes BIGINT NOT NULL,
+        device_seconds DOUBLE NOT NULL,
+        source_partition VARCHAR
+    """,
+    # One row per accepted request of a partition, with its key.
+    "request_keys": """
+        partition VARCHAR NOT NULL,
+        request_id VARCHAR NOT NULL,
+        tenant VARCHAR NOT NULL,
+        namespace VARCHAR NOT NULL,
+        model VARCHAR NOT NULL,
+        model_version VARCHAR NOT NULL,
+        params_json VARCHAR NOT NULL,
+        prefix VARCHAR NOT NULL,
+        input VARCHAR NOT NULL,
+        submitted_at TIMESTAMP,
+        key BLOB NOT NULL,
+        canonical_request VARCHAR NOT NULL,
+        semantic_scope VARCHAR NOT NULL,
+        embedding_model VARCHAR NOT NULL,
+        semantic_enabled BOOLEAN NOT NULL,
+        semantic_threshold DOUBLE NOT NULL
+    """,
+    "quarantine": """
+        partition VARCHAR NOT NULL,
+        request_id VARCHAR,
+        source_file VARCHAR NOT NULL,
+        row_number BIGINT NOT NULL,
+        raw_json VARCHAR NOT NULL,
+        reason VARCHAR NOT NULL
+    """,
+    "exact_lookups": """
+        partition VARCHAR NOT NULL,
+        request_id VARCHAR NOT NULL,
+        hit BOOLEAN NOT NULL,
+        served_key BLOB,
+        answer_json VARCHAR,
+        lookup_seconds DOUBLE NOT NULL
+    """,
+    "request_embeddings": """
+        partition VARCHAR NOT NULL,
+        request_id VARCHAR NOT NULL,
+        text_hash VARCHAR NOT NULL,
+        vector FLOAT[] NOT NULL,
+        lookup_seconds DOUBLE NOT NULL
+    """,
+    "semantic_lookups": """
+        partition VARCHAR NOT NULL,
+        request_id VARCHAR NOT NULL,
+        hit BOOLEAN NOT NULL,
+        best_similarity DOUBLE,
+        served_key BLOB,
+        answer_json VARCHAR,
+        lookup_seconds DOUBLE NOT NULL
+    """,
+    "inference_outputs": """
+        partition VARCHAR NOT NULL,
+        request_id VARCHAR NOT NULL,
+        path VARCHAR NOT NULL,
+        served_key BLOB,
+        answer_json VARCHAR,
+        error VARCHAR,
+        device_seconds DOUBLE NOT NULL,
+        batch_index BIGINT
+    """,
+    # Every request of a partition ends in one row here; reports are computed from it.
+    "request_outcomes": """
+        partition VARCHAR NOT NULL,
+        request_id VARCHAR,
+        tenant VARCHAR,
+        namespace VARCHAR,
+        model VARCHAR,
+        model_version VARCHAR,
+        key BLOB,
+        path VARCHAR NOT NULL,
+        served_key BLOB,
+        best_similarity DOUBLE,
+        lookup_seconds DOUBLE NOT NULL,
+        device_seconds DOUBLE NOT NULL,
+        device_seconds_saved DOUBLE NOT NULL,
+        answer_json VARCHAR,
+        error VARCHAR
+    """,
+}
+
+PATHS = ("quarantined", "exact", "semantic", "folded", "model", "failed")
+
+VIEWS: dict[str, str] = {
+    # Mean measured device seconds of one model call, per model version.
+    "model_call_costs": """
+        SELECT model, model_version,
+               count(*) AS model_calls,
+               sum(device_seconds) AS device_seconds,
+               avg(device_seconds) AS mean_device_seconds_per_call
+        FROM request_outcomes
+        WHERE path = 'model'
+        GROUP BY model, model_version
+    """,
+    "daily_hit_rates": """
+        SELECT partition, tenant, namespace, model, model_version,
+               count(*) AS requests,
+               count(*) FILTER (path = 'exact') AS exact_hits,
+               count(*) FILTER (path = 'semantic') AS semantic_hits,
+               count(*) FILTER (path = 'folded') AS folded,
+               count(*) FILTER (path = 'model') AS model_calls,
+               count(*) FILTER (path = 'failed') AS failed,
+               count(*) FILTER (path IN ('exact', 'semantic'))
+                   / nullif(count(*) FILTER (path <> 'quarantined'), 0) AS hit_rate
+        FROM request_outcomes
+        GROUP BY ALL
+    """,
+}
+
+
+def migrate(con: duckdb.DuckDBPyConnection) -> None:
+    """Create what is missing and record the schema version; refuse a newer file."""
+    con.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+    rows = con.execute("SELECT max(version) FROM schema_version").fetchall()
+    found = rows[0][0]
+    if found is not None and found > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"the cache file has schema version {found}, newer than this code's "
+            f"{SCHEMA_VERSION}: upgrade infercache before opening it"
+        )
+    for table, columns in TABLES.items():
+        con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
+    for view, query in VIEWS.items():
+        con.execute(f"CREATE OR REPLACE VIEW {view} AS {query}")
+    if found is None:
+        con.execute("INSERT INTO schema_version VALUES (?)", [SCHEMA_VERSION])
