@@ -1,0 +1,1 @@
+"""The model side: backends, batching, device-time accounting. No Dagster."""

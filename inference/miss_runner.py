@@ -1,0 +1,86 @@
+"""Answering the requests that missed both look-ups: fold, batch, run, account."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import polars as pl
+
+from inference.base import Backend, ModelCall
+from inference.batcher import DEFAULT_MAX_BATCH_SIZE, DEFAULT_MAX_BATCH_TOKENS, run_calls
+
+OUTPUT_SCHEMA = {
+    "request_id": pl.String,
+    "path": pl.String,
+    "served_key": pl.Binary,
+    "answer_json": pl.String,
+    "error": pl.String,
+    "device_seconds": pl.Float64,
+    "batch_index": pl.Int64,
+}
+
+
+@dataclass(frozen=True)
+class BatchLimits:
+    max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS
+    max_batch_size: int = DEFAULT_MAX_BATCH_SIZE
+
+
+def answer_json(answer: dict) -> str:
+    """The stored, post-processed form of an answer: readers never re-parse model output."""
+    return json.dumps(answer, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def answer_misses(
+    misses: pl.DataFrame,
+    backend_for: Callable[[str, str], tuple[Backend, BatchLimits]],
+) -> pl.DataFrame:
+    """misses: request_id, key, model, model_version, params_json, prefix, input.
+
+    Requests with the same key are folded into one call (the first by request_id
+    makes it, path "model"; the rest are "folded"). A failed call marks its
+    requests "failed" with the error; nothing here raises for one bad request.
+    """
+    if not misses.height:
+        return pl.DataFrame(schema=OUTPUT_SCHEMA)
+    ordered = misses.sort("request_id")
+    callers = ordered.unique(subset="key", keep="first", maintain_order=True)
+    results_by_key: dict[bytes, tuple[str | None, str | None, float, int]] = {}
+    for (model, version), group in callers.group_by(["model", "model_version"], maintain_order=True):
+        backend, limits = backend_for(model, version)
+        calls = [
+            ModelCall(prefix=row["prefix"], input=row["input"], params=json.loads(row["params_json"]))
+            for row in group.iter_rows(named=True)
+        ]
+        timed = run_calls(backend, calls, limits.max_batch_tokens, limits.max_batch_size)
+        for key, outcome in zip(group["key"].to_list(), timed, strict=True):
+            answer = outcome.result.answer
+            results_by_key[key] = (
+                answer_json(answer) if answer is not None else None,
+                outcome.result.error,
+                outcome.device_seconds,
+                outcome.batch_index,
+            )
+    caller_ids = set(callers["request_id"].to_list())
+    rows = []
+    for row in ordered.iter_rows(named=True):
+        answer, error, seconds, batch_index = results_by_key[row["key"]]
+        made_call = row["request_id"] in caller_ids
+        if error is not None:
+            path = "failed"
+        else:
+            path = "model" if made_call else "folded"
+        rows.append(
+            {
+                "request_id": row["request_id"],
+                "path": path,
+                "served_key": row["key"] if path == "folded" else None,
+                "answer_json": answer,
+                "error": error,
+                "device_seconds": seconds if made_call else 0.0,
+                "batch_index": batch_index,
+            }
+        )
+    return pl.DataFrame(rows, schema=OUTPUT_SCHEMA, orient="row")

@@ -1,0 +1,71 @@
+"""Turning accepted requests into keyed requests: model version, key, semantic scope."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+
+from storage.config import Settings
+from storage.keys import RequestIdentity, cache_key, canonical_params, canonical_request, semantic_scope
+
+KEYED_COLUMNS = (
+    "model_version",
+    "key",
+    "canonical_request",
+    "semantic_scope",
+    "embedding_model",
+    "semantic_enabled",
+    "semantic_threshold",
+)
+
+
+def effective_params(params: dict, backend: str, labels: tuple[str, ...]) -> dict:
+    """The params that decide the answer. A classifier's candidate labels come from its
+    namespace unless the request names its own, and they are part of the key."""
+    if backend == "zero_shot_classifier" and "labels" not in params:
+        return {**params, "labels": list(labels)}
+    return params
+
+
+def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
+    """Add the model version (from the registry), the key and the semantic scope to each row."""
+    rows = []
+    for row in accepted.iter_rows(named=True):
+        spec = settings.model(row["model"])
+        namespace = settings.namespace(row["namespace"])
+        params = effective_params(json.loads(row["params_json"]), spec.backend, namespace.labels)
+        identity = RequestIdentity(
+            tenant=row["tenant"],
+            namespace=row["namespace"],
+            model=spec.name,
+            model_version=spec.version,
+            params=params,
+            prefix=row["prefix"],
+            input=row["input"],
+        )
+        canonical = canonical_request(identity)
+        rows.append(
+            {
+                **row,
+                "params_json": canonical_params(params),
+                "model_version": spec.version,
+                "key": cache_key(canonical),
+                "canonical_request": canonical,
+                "semantic_scope": semantic_scope(identity, namespace.semantic.embedding_model),
+                "embedding_model": namespace.semantic.embedding_model,
+                "semantic_enabled": namespace.semantic.enabled,
+                "semantic_threshold": namespace.semantic.threshold,
+            }
+        )
+    schema = {
+        **dict(accepted.schema),
+        "model_version": pl.String,
+        "key": pl.Binary,
+        "canonical_request": pl.String,
+        "semantic_scope": pl.String,
+        "embedding_model": pl.String,
+        "semantic_enabled": pl.Boolean,
+        "semantic_threshold": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row")
