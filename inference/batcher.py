@@ -42,7 +42,8 @@ def plan_batches(
     for i in order:
         longest_if_added = max(longest, token_counts[i])
         if current and (
-            len(current) >= max_batch_size or longest_if_added * (len(current) + 1) > max_batch_tokens
+            len(current) >= max_batch_size
+            or longest_if_added * (len(current) + 1) > max_batch_tokens
         ):
             batches.append(current)
             current, longest_if_added = [], token_counts[i]
@@ -77,7 +78,11 @@ def run_calls(
     )
     for batch_index, batch in enumerate(plan):
         members = [pending[j] for j in batch]
-        for i, timed in zip(members, _run_with_backoff(backend, calls, members, token_counts, batch_index), strict=True):
+        for i, timed in zip(
+            members,
+            _run_with_backoff(backend, calls, members, token_counts, batch_index),
+            strict=True,
+        ):
             outcomes[i] = timed
     return outcomes  # type: ignore[return-value]  # every slot is filled above
 
@@ -95,7 +100,9 @@ def _run_with_backoff(
         results = backend.run_batch([calls[i] for i in members])
     except torch.OutOfMemoryError:
         if len(members) == 1:
-            return [TimedResult(CallResult(None, "out of device memory even alone"), 0.0, batch_index)]
+            return [
+                TimedResult(CallResult(None, "out of device memory even alone"), 0.0, batch_index)
+            ]
         _release_device_memory()
         half = len(members) // 2
         return _run_with_backoff(backend, calls, members[:half], token_counts, batch_index) + (

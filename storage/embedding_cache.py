@@ -72,7 +72,9 @@ class EmbeddingCache:
             new_vectors = np.asarray(embed(list(missing.values())), dtype=np.float32)
             self.put(list(missing), new_vectors)
             cached.update(zip(missing, new_vectors, strict=True))
-        matrix = np.stack([cached[h] for h in hashes]) if hashes else np.zeros(
-            (0, self.dimension), dtype=np.float32
+        matrix = (
+            np.stack([cached[h] for h in hashes])
+            if hashes
+            else np.zeros((0, self.dimension), dtype=np.float32)
         )
         return matrix, len(missing)

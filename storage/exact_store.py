@@ -45,12 +45,10 @@ def replace_partition(
         raise
 
 
-def read_partition(
-    con: duckdb.DuckDBPyConnection, table: str, partition: str
-) -> pl.DataFrame:
+def read_partition(con: duckdb.DuckDBPyConnection, table: str, partition: str) -> pl.DataFrame:
     if table not in TABLES:
         raise ValueError(f"unknown table {table!r}")
-    return con.execute(f"SELECT * FROM {table} WHERE partition = ?", [partition]).pl()
+    return con.sql(f"SELECT * FROM {table} WHERE partition = ?", params=[partition]).pl()
 
 
 def lookup_exact(
@@ -77,7 +75,7 @@ def lookup_exact(
             """,
             [now],
         )
-        found = con.execute(
+        found = con.sql(
             """
             SELECT r.request_id,
                    e.key IS NOT NULL AS hit,
@@ -90,7 +88,7 @@ def lookup_exact(
              AND e.expires_at > ?
              AND (?::VARCHAR IS NULL OR e.source_partition IS NULL OR e.source_partition < ?)
             """,
-            [now, before_partition, before_partition],
+            params=[now, before_partition, before_partition],
         ).pl()
     finally:
         con.unregister("lookup_requests")
@@ -156,7 +154,9 @@ def sweep_expired(con: duckdb.DuckDBPyConnection, now: datetime) -> int:
 
 
 def committed_live_keys(
-    con: duckdb.DuckDBPyConnection, keys: list[bytes], now: datetime,
+    con: duckdb.DuckDBPyConnection,
+    keys: list[bytes],
+    now: datetime,
     before_partition: str | None = None,
 ) -> pl.DataFrame:
     """Entries among `keys` that are committed, unexpired and visible: a vector found in
@@ -165,14 +165,14 @@ def committed_live_keys(
     frame = pl.DataFrame({"key": keys}, schema={"key": pl.Binary}).unique()
     con.register("candidate_keys", frame)
     try:
-        return con.execute(
+        return con.sql(
             """
             SELECT e.key, e.canonical_request, e.answer_json, e.tenant
             FROM cache_entries e
             WHERE e.key IN (SELECT key FROM candidate_keys) AND e.expires_at > ?
               AND (?::VARCHAR IS NULL OR e.source_partition IS NULL OR e.source_partition < ?)
             """,
-            [now, before_partition, before_partition],
+            params=[now, before_partition, before_partition],
         ).pl()
     finally:
         con.unregister("candidate_keys")

@@ -54,7 +54,11 @@ def read_landing(folder: Path, settings: Settings) -> LandedRows:
     accepted: list[dict[str, Any]] = []
     quarantined: list[dict[str, Any]] = []
     first_seen: dict[str, str] = {}
-    files = sorted(p for p in folder.glob("*") if p.suffix in LANDING_SUFFIXES) if folder.exists() else []
+    files = (
+        sorted(p for p in folder.glob("*") if p.suffix in LANDING_SUFFIXES)
+        if folder.exists()
+        else []
+    )
     for path in files:
         for row_number, raw, parsed in _rows(path):
             where = f"{path.name}:{row_number}"
@@ -148,7 +152,7 @@ def _params(value: Any) -> str:
         except json.JSONDecodeError as error:
             raise _Rejected(f"params is not valid JSON ({error.msg})") from None
     if isinstance(value, float) and math.isnan(value):
-        raise _Rejected("params is NaN: send a JSON object such as {\"temperature\": 0}")
+        raise _Rejected('params is NaN: send a JSON object such as {"temperature": 0}')
     try:
         return canonical_params(value)
     except InvalidParams as error:
@@ -162,9 +166,7 @@ def _timestamp(value: Any) -> datetime | None:
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
-            raise _Rejected(
-                f"submitted_at {value!r} is not an ISO-8601 timestamp"
-            ) from None
+            raise _Rejected(f"submitted_at {value!r} is not an ISO-8601 timestamp") from None
         if parsed.tzinfo is not None:
             parsed = parsed.astimezone(UTC).replace(tzinfo=None)
         return parsed

@@ -17,7 +17,7 @@ _OUTCOMES_QUERY = """
 WITH call_costs AS (
     -- Mean measured device seconds of one model call, per model version, over all partitions.
     SELECT k.model, k.model_version, avg(o.device_seconds) AS mean_call_seconds
-    FROM inference_outputs o JOIN request_keys k USING (partition, request_id)
+    FROM inference_outputs o JOIN model_requests k USING (partition, request_id)
     WHERE o.path = 'model'
     GROUP BY ALL
 ),
@@ -35,7 +35,7 @@ resolved AS (
                AS answer_json,
            CASE WHEN e.hit OR s.hit THEN NULL ELSE i.error END AS error,
            c.mean_call_seconds
-    FROM request_keys k
+    FROM model_requests k
     LEFT JOIN exact_lookups e USING (partition, request_id)
     LEFT JOIN request_embeddings m USING (partition, request_id)
     LEFT JOIN semantic_lookups s USING (partition, request_id)
@@ -79,7 +79,7 @@ FROM request_outcomes WHERE partition = ?
 
 def build_outcomes(con: duckdb.DuckDBPyConnection, partition: str) -> pl.DataFrame:
     """Resolve every request of the partition into its outcome row and store them."""
-    outcomes = con.execute(_OUTCOMES_QUERY, {"partition": partition}).pl()
+    outcomes = con.sql(_OUTCOMES_QUERY, params={"partition": partition}).pl()
     unresolved = outcomes.filter(pl.col("path").is_null())
     if unresolved.height:
         raise RuntimeError(
@@ -94,7 +94,7 @@ def partition_report(
     con: duckdb.DuckDBPyConnection, partition: str, price_by_model: dict[tuple[str, str], float]
 ) -> dict[str, Any]:
     """The partition's figures; ratios are None when their denominator is zero."""
-    row = con.execute(_REPORT_QUERY, [partition]).pl().to_dicts()[0]
+    row = con.sql(_REPORT_QUERY, params=[partition]).pl().to_dicts()[0]
     money = con.execute(
         """
         SELECT model, model_version, sum(device_seconds) AS used, sum(device_seconds_saved) AS saved
@@ -109,7 +109,9 @@ def partition_report(
         cost_saved += saved * price_per_second
     return {
         "partition": partition,
-        **{key: (float(value) if isinstance(value, float) else value) for key, value in row.items()},
+        **{
+            key: (float(value) if isinstance(value, float) else value) for key, value in row.items()
+        },
         "device_cost_usd": cost_used,
         "money_saved_usd": cost_saved,
     }

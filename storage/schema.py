@@ -29,7 +29,7 @@ TABLES: dict[str, str] = {
         source_partition VARCHAR
     """,
     # One row per accepted request of a partition, with its key.
-    "request_keys": """
+    "model_requests": """
         partition VARCHAR NOT NULL,
         request_id VARCHAR NOT NULL,
         tenant VARCHAR NOT NULL,

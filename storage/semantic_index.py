@@ -53,9 +53,11 @@ class SemanticIndex:
             self._table.delete(f"source_partition = {literal(partition)}")
         if not rows.height:
             return
-        table = rows.select(
-            "key", "semantic_scope", "tenant", "namespace", "model", "model_version"
-        ).with_columns(pl.lit(partition, dtype=pl.String).alias("source_partition")).to_arrow()
+        table = (
+            rows.select("key", "semantic_scope", "tenant", "namespace", "model", "model_version")
+            .with_columns(pl.lit(partition, dtype=pl.String).alias("source_partition"))
+            .to_arrow()
+        )
         table = table.append_column(
             "vector",
             pa.array(vectors.astype(np.float32).tolist(), type=vector_field(self.dimension).type),
@@ -81,8 +83,7 @@ class SemanticIndex:
         visibility = ""
         if before_partition is not None:
             visibility = (
-                f" AND (source_partition IS NULL OR source_partition < "
-                f"{literal(before_partition)})"
+                f" AND (source_partition IS NULL OR source_partition < {literal(before_partition)})"
             )
         for scope, rows in by_scope.items():
             result = (
@@ -102,7 +103,9 @@ class SemanticIndex:
                 else [0] * result.num_rows
             )
             for qi, key, distance in zip(
-                query_index, result["key"].to_pylist(), result["_distance"].to_pylist(),
+                query_index,
+                result["key"].to_pylist(),
+                result["_distance"].to_pylist(),
                 strict=True,
             ):
                 neighbours.append(Neighbour(rows[qi], key, 1.0 - float(distance)))

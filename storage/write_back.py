@@ -6,7 +6,7 @@ vector without a committed entry is never served (see semantic_lookup).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 import duckdb
 import polars as pl
@@ -18,7 +18,7 @@ SELECT k.key, k.tenant, k.namespace, k.model, k.model_version, k.canonical_reque
        k.input AS input_text, i.answer_json, k.semantic_scope, k.embedding_model,
        k.semantic_enabled, i.device_seconds,
        octet_length(k.key) + strlen(k.canonical_request) + strlen(i.answer_json) AS size_bytes
-FROM inference_outputs i JOIN request_keys k USING (partition, request_id)
+FROM inference_outputs i JOIN model_requests k USING (partition, request_id)
 WHERE i.partition = ? AND i.path = 'model'
 ORDER BY k.request_id
 """
@@ -28,7 +28,7 @@ def new_entries(
     con: duckdb.DuckDBPyConnection, partition: str, now: datetime, ttl_by_namespace: dict[str, int]
 ) -> pl.DataFrame:
     """The partition's answered model calls as cache entries, with their expiry."""
-    rows = con.execute(_NEW_ENTRIES_QUERY, [partition]).pl()
+    rows = con.sql(_NEW_ENTRIES_QUERY, params=[partition]).pl()
     ttl = rows["namespace"].replace_strict(ttl_by_namespace, return_dtype=pl.Int64)
     return rows.with_columns(
         created_at=pl.lit(now),
@@ -43,12 +43,20 @@ def commit_entries(
     con: duckdb.DuckDBPyConnection, entries: pl.DataFrame, partition: str | None
 ) -> int:
     columns = [
-        "key", "tenant", "namespace", "model", "model_version", "canonical_request",
-        "input_text", "answer_json", "created_at", "expires_at", "last_hit_at", "hit_count",
-        "size_bytes", "device_seconds", "source_partition",
+        "key",
+        "tenant",
+        "namespace",
+        "model",
+        "model_version",
+        "canonical_request",
+        "input_text",
+        "answer_json",
+        "created_at",
+        "expires_at",
+        "last_hit_at",
+        "hit_count",
+        "size_bytes",
+        "device_seconds",
+        "source_partition",
     ]
     return write_entries(con, entries.select(columns), partition)
-
-
-def expiry(now: datetime, ttl_seconds: int) -> datetime:
-    return now + timedelta(seconds=ttl_seconds)

@@ -7,7 +7,13 @@ import json
 import polars as pl
 
 from storage.config import Settings
-from storage.keys import RequestIdentity, cache_key, canonical_params, canonical_request, semantic_scope
+from storage.keys import (
+    RequestIdentity,
+    cache_key,
+    canonical_params,
+    canonical_request,
+    semantic_scope,
+)
 
 KEYED_COLUMNS = (
     "model_version",

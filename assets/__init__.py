@@ -1,0 +1,1 @@
+"""Dagster assets: thin functions over storage/ and inference/ for one daily partition."""

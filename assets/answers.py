@@ -1,0 +1,93 @@
+"""A partition's model side: answer what both look-ups missed, then write the answers back."""
+
+import dagster as dg
+import numpy as np
+import polars as pl
+
+from assets.partitions import STORE_POOL, daily_partitions
+from inference.miss_runner import answer_misses
+from orchestration.resources import InferCacheResource
+from storage.exact_store import open_store, replace_partition
+from storage.write_back import commit_entries, new_entries
+
+_FLOW = {"partitions_def": daily_partitions, "pool": STORE_POOL, "group_name": "partition_flow"}
+
+
+@dg.asset(deps=["semantic_lookups"], kinds={"torch", "duckdb"}, **_FLOW)
+def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheResource):
+    """Misses of both look-ups, identical keys folded into one call, run in batches."""
+    partition = context.partition_key
+    with open_store(infercache.locations.duckdb_path) as con:
+        misses = con.sql(
+            """
+            SELECT r.request_id, r.key, r.model, r.model_version, r.params_json, r.prefix, r.input
+            FROM model_requests r
+            JOIN exact_lookups e USING (partition, request_id)
+            LEFT JOIN semantic_lookups s USING (partition, request_id)
+            WHERE r.partition = ? AND NOT e.hit AND NOT coalesce(s.hit, false)
+            """,
+            params=[partition],
+        ).pl()
+    outputs = answer_misses(misses, infercache.backend)
+    with open_store(infercache.locations.duckdb_path) as con:
+        replace_partition(
+            con, "inference_outputs", partition, outputs.with_columns(partition=pl.lit(partition))
+        )
+    paths = (
+        outputs["path"].value_counts()
+        if outputs.height
+        else pl.DataFrame({"path": [], "count": []})
+    )
+    counts = dict(zip(paths["path"].to_list(), paths["count"].to_list(), strict=True))
+    return dg.MaterializeResult(
+        metadata={
+            "misses": misses.height,
+            "model_calls": counts.get("model", 0),
+            "folded": counts.get("folded", 0),
+            "failed": counts.get("failed", 0),
+            "device_seconds": float(outputs["device_seconds"].sum()) if outputs.height else 0.0,
+            "batches": outputs["batch_index"].n_unique() if outputs.height else 0,
+        }
+    )
+
+
+@dg.asset(deps=["inference_outputs"], kinds={"duckdb", "lancedb"}, **_FLOW)
+def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheResource):
+    """New answers into cache_entries (committed first), then their vectors into LanceDB.
+
+    Re-running a partition replaces what it wrote before, so the state is the same.
+    """
+    partition = context.partition_key
+    settings = infercache.settings()
+    now = infercache.now()
+    with open_store(infercache.locations.duckdb_path) as con:
+        namespaces = con.execute(
+            "SELECT DISTINCT namespace FROM model_requests WHERE partition = ?", [partition]
+        ).fetchall()
+        ttl = {name: settings.namespace(name).ttl_seconds for (name,) in namespaces}
+        entries = new_entries(con, partition, now, ttl)
+        written = commit_entries(con, entries, partition)
+        vectors = con.sql(
+            """
+            SELECT r.key, m.vector
+            FROM inference_outputs i
+            JOIN model_requests r USING (partition, request_id)
+            JOIN request_embeddings m USING (partition, request_id)
+            WHERE i.partition = ? AND i.path = 'model'
+            """,
+            params=[partition],
+        ).pl()
+    with_vectors = entries.join(vectors, on="key", how="inner")
+    indexed = 0
+    for name, spec in settings.embedding_models.items():
+        group = with_vectors.filter(pl.col("embedding_model") == name)
+        index = infercache.semantic_index(spec.name)
+        index.add(group, np.asarray(group["vector"].to_list(), dtype=np.float32), partition)
+        indexed += group.height
+    return dg.MaterializeResult(
+        metadata={
+            "entries_written": written,
+            "vectors_indexed": indexed,
+            "bytes_written": int(entries["size_bytes"].sum()) if entries.height else 0,
+        }
+    )

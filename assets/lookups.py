@@ -1,0 +1,150 @@
+"""A partition's look-ups: exact (one join), embeddings of the misses, semantic search."""
+
+import time
+
+import dagster as dg
+import numpy as np
+import polars as pl
+
+from assets.partitions import STORE_POOL, daily_partitions
+from orchestration.resources import InferCacheResource
+from storage.exact_store import (
+    lookup_exact,
+    open_store,
+    read_partition,
+    record_hits,
+    replace_partition,
+)
+from storage.keys import text_hash
+from storage.semantic_lookup import lookup_semantic
+
+_FLOW = {"partitions_def": daily_partitions, "pool": STORE_POOL, "group_name": "partition_flow"}
+
+
+@dg.asset(deps=["model_requests"], kinds={"duckdb", "polars"}, **_FLOW)
+def exact_lookups(context: dg.AssetExecutionContext, infercache: InferCacheResource):
+    """Each request joined against cache_entries in one statement; expired entries never serve."""
+    partition = context.partition_key
+    now = infercache.now()
+    with open_store(infercache.locations.duckdb_path) as con:
+        requests = read_partition(con, "model_requests", partition)
+        started = time.perf_counter()
+        found = lookup_exact(con, requests, now, before_partition=partition)
+        elapsed = time.perf_counter() - started
+        record_hits(con, found.filter("hit")["served_key"].to_list(), now)
+        share = elapsed / requests.height if requests.height else 0.0
+        replace_partition(
+            con,
+            "exact_lookups",
+            partition,
+            found.with_columns(partition=pl.lit(partition), lookup_seconds=pl.lit(share)),
+        )
+    hits = int(found["hit"].sum()) if found.height else 0
+    return dg.MaterializeResult(
+        metadata={
+            "requests": requests.height,
+            "exact_hits": hits,
+            "exact_hit_rate": hits / requests.height if requests.height else None,
+            "lookup_seconds": elapsed,
+        }
+    )
+
+
+def _semantic_candidates(con, partition: str) -> pl.DataFrame:
+    """Exact misses whose namespace allows semantic reuse."""
+    return con.sql(
+        """
+        SELECT r.*
+        FROM model_requests r JOIN exact_lookups e USING (partition, request_id)
+        WHERE r.partition = ? AND NOT e.hit AND r.semantic_enabled
+        ORDER BY r.request_id
+        """,
+        params=[partition],
+    ).pl()
+
+
+@dg.asset(deps=["exact_lookups"], kinds={"lancedb", "duckdb"}, **_FLOW)
+def request_embeddings(context: dg.AssetExecutionContext, infercache: InferCacheResource):
+    """Vectors of the exact misses, through the embedding cache: no text is embedded twice."""
+    partition = context.partition_key
+    with open_store(infercache.locations.duckdb_path) as con:
+        candidates = _semantic_candidates(con, partition)
+    frames, embedded_now = [], 0
+    for (embedding_model,), group in candidates.group_by(["embedding_model"], maintain_order=True):
+        started = time.perf_counter()
+        vectors, new = infercache.embedding_cache(embedding_model).embed(
+            group["input"].to_list(), infercache.embedder(embedding_model)
+        )
+        share = (time.perf_counter() - started) / group.height
+        embedded_now += new
+        frames.append(
+            pl.DataFrame(
+                {
+                    "partition": partition,
+                    "request_id": group["request_id"],
+                    "text_hash": [text_hash(t) for t in group["input"].to_list()],
+                    "vector": pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32)),
+                    "lookup_seconds": share,
+                }
+            )
+        )
+    result = pl.concat(frames) if frames else pl.DataFrame()
+    with open_store(infercache.locations.duckdb_path) as con:
+        replace_partition(con, "request_embeddings", partition, result)
+    return dg.MaterializeResult(
+        metadata={
+            "texts": candidates.height,
+            "embedded_now": embedded_now,
+            "served_from_embedding_cache": candidates.height - embedded_now,
+        }
+    )
+
+
+@dg.asset(deps=["request_embeddings"], kinds={"lancedb", "duckdb"}, **_FLOW)
+def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheResource):
+    """Nearest cached request under a hard prefilter (same tenant, namespace, model, version,
+    params and prefix); served only at or above the namespace's threshold."""
+    partition = context.partition_key
+    now = infercache.now()
+    frames = []
+    with open_store(infercache.locations.duckdb_path) as con:
+        candidates = con.sql(
+            """
+            SELECT r.request_id, r.canonical_request, r.semantic_scope, r.semantic_threshold,
+                   r.embedding_model, m.vector
+            FROM model_requests r JOIN request_embeddings m USING (partition, request_id)
+            WHERE r.partition = ?
+            ORDER BY r.request_id
+            """,
+            params=[partition],
+        ).pl()
+        for (embedding_model,), group in candidates.group_by(
+            ["embedding_model"], maintain_order=True
+        ):
+            started = time.perf_counter()
+            vectors = np.asarray(group["vector"].to_list(), dtype=np.float32)
+            found = lookup_semantic(
+                con,
+                infercache.semantic_index(embedding_model),
+                group,
+                vectors,
+                now,
+                before_partition=partition,
+            )
+            share = (time.perf_counter() - started) / group.height
+            frames.append(found.with_columns(lookup_seconds=pl.lit(share)))
+        result = pl.concat(frames) if frames else pl.DataFrame()
+        if result.height:
+            record_hits(con, result.filter("hit")["served_key"].to_list(), now)
+            result = result.with_columns(partition=pl.lit(partition))
+        replace_partition(con, "semantic_lookups", partition, result)
+    hits = int(result["hit"].sum()) if result.height else 0
+    return dg.MaterializeResult(
+        metadata={
+            "searched": candidates.height,
+            "semantic_hits": hits,
+            "semantic_hit_rate_of_searched": hits / candidates.height
+            if candidates.height
+            else None,
+        }
+    )

@@ -1,0 +1,7 @@
+import dagster as dg
+
+# The demo's days and the first production day both fall after this date.
+daily_partitions = dg.DailyPartitionsDefinition(start_date="2026-01-01", end_offset=1)
+
+# Every step that writes the DuckDB file runs in this pool (limit 1): one writer at a time.
+STORE_POOL = "infercache_store"

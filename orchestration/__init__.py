@@ -1,0 +1,1 @@
+"""Dagster definitions, resources, schedules, checks and the `infercache` CLI."""

@@ -1,0 +1,86 @@
+"""The `infercache` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from orchestration.resources import InferCacheResource, default_home
+
+
+def _prepare_environment() -> Path:
+    """Resolve INFERCACHE_HOME and DAGSTER_HOME (under it by default) before Dagster starts."""
+    home = Path(default_home())
+    os.environ["INFERCACHE_HOME"] = str(home)
+    dagster_home = Path(os.environ.get("DAGSTER_HOME") or home / "dagster").resolve()
+    dagster_home.mkdir(parents=True, exist_ok=True)
+    os.environ["DAGSTER_HOME"] = str(dagster_home)
+    instance_config = dagster_home / "dagster.yaml"
+    if not instance_config.exists():
+        # One writer of the DuckDB file at a time, also for runs launched from the UI.
+        instance_config.write_text(
+            "concurrency:\n  pools:\n    default_limit: 1\ntelemetry:\n  enabled: false\n"
+        )
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        os.environ.setdefault(name, "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    return home
+
+
+def _demo(args: argparse.Namespace) -> int:
+    import dagster as dg
+
+    from orchestration.demo import format_table, run_demo
+
+    home = _prepare_environment()
+    with dg.DagsterInstance.get() as instance:
+        reports = run_demo(InferCacheResource(home=str(home)), instance)
+    if args.json:
+        print(json.dumps(reports, indent=2))
+    else:
+        print(format_table(reports))
+        print(f"\nStores under {home}; open the runs with `make ui`.")
+    return 0
+
+
+def _ui(args: argparse.Namespace) -> int:
+    _prepare_environment()
+    # Started from make, dagster dev would ignore Ctrl-C; restore the default handler.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    command = [
+        sys.executable,
+        "-m",
+        "dagster",
+        "dev",
+        "-m",
+        "orchestration.definitions",
+        "-h",
+        args.host,
+        "-p",
+        str(args.port),
+    ]
+    os.execv(sys.executable, command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="infercache", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser(
+        "demo", help="write the sample workload, run 3 days, print the report"
+    )
+    demo.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    demo.set_defaults(handler=_demo)
+    ui = commands.add_parser("ui", help="start the Dagster UI over the same stores")
+    ui.add_argument("--host", default="127.0.0.1")
+    ui.add_argument("--port", type=int, default=3000)
+    ui.set_defaults(handler=_ui)
+    args = parser.parse_args(argv)
+    return args.handler(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

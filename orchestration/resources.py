@@ -1,0 +1,84 @@
+"""The one resource the assets use: where the stores live and how models are loaded."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+
+from inference.backends import load_backend
+from inference.base import Backend
+from inference.embedder import SentenceEmbedder
+from inference.miss_runner import BatchLimits
+from storage.config import Settings, load_settings
+from storage.embedding_cache import EmbeddingCache
+from storage.locations import StoreLocations
+from storage.semantic_index import SemanticIndex
+
+DEFAULT_HOME = ".infercache"
+
+
+def default_home() -> str:
+    """INFERCACHE_HOME, or `.infercache` in the working directory, as an absolute path."""
+    return str(Path(os.environ.get("INFERCACHE_HOME", DEFAULT_HOME)).resolve())
+
+
+class InferCacheResource(dg.ConfigurableResource):
+    """The cache's stores (DuckDB file, LanceDB folder, landing and exports) and settings."""
+
+    home: str
+    config_dir: str | None = None
+
+    @property
+    def locations(self) -> StoreLocations:
+        return StoreLocations(Path(self.home))
+
+    def settings(self) -> Settings:
+        return load_settings(
+            Path(self.config_dir) if self.config_dir else None, home=Path(self.home)
+        )
+
+    def now(self) -> datetime:
+        return datetime.now(UTC).replace(tzinfo=None)
+
+    def embedder(self, embedding_model: str) -> SentenceEmbedder:
+        return SentenceEmbedder(self.settings().embedding_model(embedding_model).model_folder())
+
+    def embedding_cache(self, embedding_model: str) -> EmbeddingCache:
+        dimension = self.embedder(embedding_model).dimension
+        return EmbeddingCache(self.locations.lance_folder, embedding_model, dimension)
+
+    def semantic_index(self, embedding_model: str) -> SemanticIndex:
+        dimension = self.embedder(embedding_model).dimension
+        return SemanticIndex(self.locations.lance_folder, embedding_model, dimension)
+
+    def backend(self, model: str, version: str) -> tuple[Backend, BatchLimits]:
+        settings = self.settings()
+        spec = settings.model(model)
+        if spec.version != version:
+            raise ValueError(
+                f"model {model!r} is at version {spec.version} in the registry, not {version}: "
+                "re-materialize request_keys for this partition"
+            )
+        backend = load_backend(
+            spec.name,
+            spec.version,
+            spec.backend,
+            spec.settings,
+            lambda name: settings.embedding_model(name).model_folder(),
+        )
+        limits = BatchLimits(
+            max_batch_tokens=int(
+                spec.settings.get("max_batch_tokens", BatchLimits.max_batch_tokens)
+            ),
+            max_batch_size=int(spec.settings.get("batch_size", BatchLimits.max_batch_size)),
+        )
+        return backend, limits
+
+
+def infercache_resource() -> InferCacheResource:
+    if "INFERCACHE_HOME" in os.environ:
+        return InferCacheResource(home=dg.EnvVar("INFERCACHE_HOME"))
+    return InferCacheResource(home=default_home())
