@@ -33,11 +33,7 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
         replace_partition(
             con, "inference_outputs", partition, outputs.with_columns(partition=pl.lit(partition))
         )
-    paths = (
-        outputs["path"].value_counts()
-        if outputs.height
-        else pl.DataFrame({"path": [], "count": []})
-    )
+    paths = outputs["path"].value_counts() if outputs.height else pl.DataFrame({"path": [], "count": []})
     counts = dict(zip(paths["path"].to_list(), paths["count"].to_list(), strict=True))
     return dg.MaterializeResult(
         metadata={

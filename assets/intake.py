@@ -37,9 +37,7 @@ def model_requests(context: dg.AssetExecutionContext, infercache: InferCacheReso
     landed = read_landing(landing_folder(infercache.locations.landing_root, partition), settings)
     keyed = key_requests(landed.accepted, settings)
     with open_store(infercache.locations.duckdb_path) as con:
-        replace_partition(
-            con, "model_requests", partition, keyed.with_columns(partition=pl.lit(partition))
-        )
+        replace_partition(con, "model_requests", partition, keyed.with_columns(partition=pl.lit(partition)))
         replace_partition(
             con,
             "quarantine",

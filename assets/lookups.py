@@ -118,9 +118,7 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
             """,
             params=[partition],
         ).pl()
-        for (embedding_model,), group in candidates.group_by(
-            ["embedding_model"], maintain_order=True
-        ):
+        for (embedding_model,), group in candidates.group_by(["embedding_model"], maintain_order=True):
             started = time.perf_counter()
             vectors = np.asarray(group["vector"].to_list(), dtype=np.float32)
             found = lookup_semantic(
@@ -143,8 +141,6 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
         metadata={
             "searched": candidates.height,
             "semantic_hits": hits,
-            "semantic_hit_rate_of_searched": hits / candidates.height
-            if candidates.height
-            else None,
+            "semantic_hit_rate_of_searched": hits / candidates.height if candidates.height else None,
         }
     )

@@ -25,9 +25,7 @@ def load_backend(
     cache_key = (name, version)
     if cache_key not in _loaded:
         if backend == "zero_shot_classifier":
-            embedder = SentenceEmbedder(
-                embedding_folder(settings.get("embedding_model", "all-MiniLM-L6-v2"))
-            )
+            embedder = SentenceEmbedder(embedding_folder(settings.get("embedding_model", "all-MiniLM-L6-v2")))
             _loaded[cache_key] = ZeroShotClassifier(
                 embedder, settings.get("hypothesis_template", "This text is about {}.")
             )

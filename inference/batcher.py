@@ -42,8 +42,7 @@ def plan_batches(
     for i in order:
         longest_if_added = max(longest, token_counts[i])
         if current and (
-            len(current) >= max_batch_size
-            or longest_if_added * (len(current) + 1) > max_batch_tokens
+            len(current) >= max_batch_size or longest_if_added * (len(current) + 1) > max_batch_tokens
         ):
             batches.append(current)
             current, longest_if_added = [], token_counts[i]
@@ -100,9 +99,7 @@ def _run_with_backoff(
         results = backend.run_batch([calls[i] for i in members])
     except torch.OutOfMemoryError:
         if len(members) == 1:
-            return [
-                TimedResult(CallResult(None, "out of device memory even alone"), 0.0, batch_index)
-            ]
+            return [TimedResult(CallResult(None, "out of device memory even alone"), 0.0, batch_index)]
         _release_device_memory()
         half = len(members) // 2
         return _run_with_backoff(backend, calls, members[:half], token_counts, batch_index) + (

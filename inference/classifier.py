@@ -49,8 +49,7 @@ class ZeroShotClassifier:
                         "label": labels[best],
                         "score": round(float(scores[best]), 6),
                         "scores": {
-                            label: round(float(s), 6)
-                            for label, s in zip(labels, scores, strict=True)
+                            label: round(float(s), 6) for label, s in zip(labels, scores, strict=True)
                         },
                     }
                 )

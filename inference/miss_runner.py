@@ -48,14 +48,10 @@ def answer_misses(
     ordered = misses.sort("request_id")
     callers = ordered.unique(subset="key", keep="first", maintain_order=True)
     results_by_key: dict[bytes, tuple[str | None, str | None, float, int]] = {}
-    for (model, version), group in callers.group_by(
-        ["model", "model_version"], maintain_order=True
-    ):
+    for (model, version), group in callers.group_by(["model", "model_version"], maintain_order=True):
         backend, limits = backend_for(model, version)
         calls = [
-            ModelCall(
-                prefix=row["prefix"], input=row["input"], params=json.loads(row["params_json"])
-            )
+            ModelCall(prefix=row["prefix"], input=row["input"], params=json.loads(row["params_json"]))
             for row in group.iter_rows(named=True)
         ]
         timed = run_calls(backend, calls, limits.max_batch_tokens, limits.max_batch_size)

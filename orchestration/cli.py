@@ -69,9 +69,7 @@ def _ui(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="infercache", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser(
-        "demo", help="write the sample workload, run 3 days, print the report"
-    )
+    demo = commands.add_parser("demo", help="write the sample workload, run 3 days, print the report")
     demo.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     demo.set_defaults(handler=_demo)
     ui = commands.add_parser("ui", help="start the Dagster UI over the same stores")

@@ -27,9 +27,7 @@ daily_partition_job = dg.define_asset_job(
     partitions_def=daily_partitions,
 )
 
-daily_partition_schedule = dg.build_schedule_from_partitioned_job(
-    daily_partition_job, hour_of_day=2
-)
+daily_partition_schedule = dg.build_schedule_from_partitioned_job(daily_partition_job, hour_of_day=2)
 
 
 @dg.definitions

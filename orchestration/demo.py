@@ -74,6 +74,4 @@ def format_table(reports: list[dict[str, Any]]) -> str:
 
     rows = [list(REPORT_COLUMNS)] + [[cell(r[c]) for c in REPORT_COLUMNS] for r in reports]
     widths = [max(len(row[i]) for row in rows) for i in range(len(REPORT_COLUMNS))]
-    return "\n".join(
-        "  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows
-    )
+    return "\n".join("  ".join(v.rjust(w) for v, w in zip(row, widths, strict=True)) for row in rows)

@@ -28,18 +28,12 @@ def validate_accepted_requests(accepted: pl.DataFrame, known_models: list[str]) 
     """Run the accepted-request contract; returns success and the failed expectations."""
     gx, batch_definition = _context()
     suite = gx.ExpectationSuite(name="accepted_requests")
-    for column in ("request_id", "tenant", "namespace", "model", "input", "key"):
+    for column in ("request_id", "tenant", "namespace", "model", "input", "key_hex"):
         suite.add_expectation(gx.expectations.ExpectColumnValuesToNotBeNull(column=column))
     suite.add_expectation(gx.expectations.ExpectColumnValuesToBeUnique(column="request_id"))
-    suite.add_expectation(
-        gx.expectations.ExpectColumnValuesToMatchRegex(column="input", regex=r"\S")
-    )
-    suite.add_expectation(
-        gx.expectations.ExpectColumnValuesToBeInSet(column="model", value_set=known_models)
-    )
-    suite.add_expectation(
-        gx.expectations.ExpectColumnValueLengthsToEqual(column="key_hex", value=64)
-    )
+    suite.add_expectation(gx.expectations.ExpectColumnValuesToMatchRegex(column="input", regex=r"\S"))
+    suite.add_expectation(gx.expectations.ExpectColumnValuesToBeInSet(column="model", value_set=known_models))
+    suite.add_expectation(gx.expectations.ExpectColumnValueLengthsToEqual(column="key_hex", value=64))
     frame = accepted.with_columns(pl.col("key").bin.encode("hex").alias("key_hex")).drop("key")
     batch = batch_definition.get_batch(batch_parameters={"dataframe": frame.to_pandas()})
     result = batch.validate(suite)

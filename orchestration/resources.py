@@ -36,9 +36,7 @@ class InferCacheResource(dg.ConfigurableResource):
         return StoreLocations(Path(self.home))
 
     def settings(self) -> Settings:
-        return load_settings(
-            Path(self.config_dir) if self.config_dir else None, home=Path(self.home)
-        )
+        return load_settings(Path(self.config_dir) if self.config_dir else None, home=Path(self.home))
 
     def now(self) -> datetime:
         return datetime.now(UTC).replace(tzinfo=None)
@@ -70,9 +68,7 @@ class InferCacheResource(dg.ConfigurableResource):
             lambda name: settings.embedding_model(name).model_folder(),
         )
         limits = BatchLimits(
-            max_batch_tokens=int(
-                spec.settings.get("max_batch_tokens", BatchLimits.max_batch_tokens)
-            ),
+            max_batch_tokens=int(spec.settings.get("max_batch_tokens", BatchLimits.max_batch_tokens)),
             max_batch_size=int(spec.settings.get("batch_size", BatchLimits.max_batch_size)),
         )
         return backend, limits

@@ -120,9 +120,7 @@ def day_requests(day: str) -> list[dict]:
     start = datetime.fromisoformat(day)
     rows: list[dict] = []
     for number in range(REQUESTS_PER_DAY):
-        namespace, model, texts, prefix, params, _ = rng.choices(
-            STREAMS, weights=[s[-1] for s in STREAMS]
-        )[0]
+        namespace, model, texts, prefix, params, _ = rng.choices(STREAMS, weights=[s[-1] for s in STREAMS])[0]
         wordings = texts[_zipf_choice(rng, len(texts))]
         paraphrase = len(wordings) > 1 and rng.random() < PARAPHRASE_SHARE
         text = rng.choice(wordings[1:]) if paraphrase else wordings[0]

@@ -110,9 +110,7 @@ def load_settings(config_dir: Path | None = None, home: Path | None = None) -> S
             overrides[name] = _deep_merge(overrides.get(name, {}), values or {})
     settings = Settings(
         models={m.name: m for m in map(_model_spec, models_doc.get("models") or [])},
-        embedding_models={
-            e.name: e for e in map(_embedding_spec, models_doc.get("embedding_models") or [])
-        },
+        embedding_models={e.name: e for e in map(_embedding_spec, models_doc.get("embedding_models") or [])},
         namespace_defaults=defaults,
         namespace_overrides=overrides,
     )
@@ -195,8 +193,7 @@ def _namespace_settings(name: str, values: dict[str, Any]) -> NamespaceSettings:
     eviction = values.get("eviction", "lru")
     if eviction not in EVICTION_POLICIES:
         raise ConfigError(
-            f"namespace {name!r}: eviction {eviction!r} is unknown; use one of "
-            f"{', '.join(EVICTION_POLICIES)}"
+            f"namespace {name!r}: eviction {eviction!r} is unknown; use one of {', '.join(EVICTION_POLICIES)}"
         )
     ttl = int(values.get("ttl_seconds", 2592000))
     if ttl <= 0:

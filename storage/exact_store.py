@@ -115,9 +115,7 @@ def record_hits(con: duckdb.DuckDBPyConnection, served_keys: list[bytes], now: d
         con.unregister("served_counts")
 
 
-def write_entries(
-    con: duckdb.DuckDBPyConnection, entries: pl.DataFrame, partition: str | None
-) -> int:
+def write_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame, partition: str | None) -> int:
     """Store new entries: replace any row with the same key, and (for a partition)
     every row that partition wrote before, so a re-run gives the same state."""
     con.execute("BEGIN TRANSACTION")
@@ -147,9 +145,7 @@ def clear_namespace(con: duckdb.DuckDBPyConnection, tenant: str, namespace: str)
 
 def sweep_expired(con: duckdb.DuckDBPyConnection, now: datetime) -> int:
     """The scheduled half of expiry: delete every entry past its expires_at."""
-    rows = con.execute(
-        "DELETE FROM cache_entries WHERE expires_at <= ? RETURNING 1", [now]
-    ).fetchall()
+    rows = con.execute("DELETE FROM cache_entries WHERE expires_at <= ? RETURNING 1", [now]).fetchall()
     return len(rows)
 
 

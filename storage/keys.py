@@ -37,9 +37,7 @@ def canonical_params(params: dict[str, Any]) -> str:
     """Params as canonical JSON: sorted keys, integral floats as integers, no NaN/inf."""
     if not isinstance(params, dict):
         raise InvalidParams(f"params must be a JSON object, got {type(params).__name__}")
-    return json.dumps(
-        _normalize(params, "params"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    )
+    return json.dumps(_normalize(params, "params"), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def canonical_request(identity: RequestIdentity) -> str:

@@ -54,11 +54,7 @@ def read_landing(folder: Path, settings: Settings) -> LandedRows:
     accepted: list[dict[str, Any]] = []
     quarantined: list[dict[str, Any]] = []
     first_seen: dict[str, str] = {}
-    files = (
-        sorted(p for p in folder.glob("*") if p.suffix in LANDING_SUFFIXES)
-        if folder.exists()
-        else []
-    )
+    files = sorted(p for p in folder.glob("*") if p.suffix in LANDING_SUFFIXES) if folder.exists() else []
     for path in files:
         for row_number, raw, parsed in _rows(path):
             where = f"{path.name}:{row_number}"

@@ -109,9 +109,7 @@ def partition_report(
         cost_saved += saved * price_per_second
     return {
         "partition": partition,
-        **{
-            key: (float(value) if isinstance(value, float) else value) for key, value in row.items()
-        },
+        **{key: (float(value) if isinstance(value, float) else value) for key, value in row.items()},
         "device_cost_usd": cost_used,
         "money_saved_usd": cost_saved,
     }

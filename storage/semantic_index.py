@@ -82,9 +82,7 @@ class SemanticIndex:
             by_scope.setdefault(scope, []).append(row)
         visibility = ""
         if before_partition is not None:
-            visibility = (
-                f" AND (source_partition IS NULL OR source_partition < {literal(before_partition)})"
-            )
+            visibility = f" AND (source_partition IS NULL OR source_partition < {literal(before_partition)})"
         for scope, rows in by_scope.items():
             result = (
                 self._table.search([vectors[r].tolist() for r in rows])

@@ -48,9 +48,7 @@ def lookup_semantic(
     neighbours = index.search(
         requests["semantic_scope"].to_list(), vectors, before_partition=before_partition
     )
-    live = committed_live_keys(
-        con, [n.key for n in neighbours], now, before_partition=before_partition
-    )
+    live = committed_live_keys(con, [n.key for n in neighbours], now, before_partition=before_partition)
     entries = {
         row["key"]: (_context(row["canonical_request"]), row["answer_json"])
         for row in live.iter_rows(named=True)

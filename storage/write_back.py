@@ -39,9 +39,7 @@ def new_entries(
     )
 
 
-def commit_entries(
-    con: duckdb.DuckDBPyConnection, entries: pl.DataFrame, partition: str | None
-) -> int:
+def commit_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame, partition: str | None) -> int:
     columns = [
         "key",
         "tenant",

@@ -1,0 +1,69 @@
+"""Builders for test rows: real keys and entries, written through the real store functions."""
+
+from datetime import datetime, timedelta
+
+import polars as pl
+
+from storage.keys import RequestIdentity, cache_key, canonical_request, semantic_scope
+
+EMBEDDER = "all-MiniLM-L6-v2"
+
+
+def identity(input: str, tenant: str = "acme", **changes) -> RequestIdentity:
+    fields = {
+        "tenant": tenant,
+        "namespace": "faq",
+        "model": "tiny-llm",
+        "model_version": "1",
+        "params": {"temperature": 0},
+        "prefix": "",
+        "input": input,
+    }
+    return RequestIdentity(**{**fields, **changes})
+
+
+def request_rows(identities: list[RequestIdentity], threshold: float = 0.9) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "request_id": [f"r{i}" for i in range(len(identities))],
+            "key": [cache_key(canonical_request(x)) for x in identities],
+            "canonical_request": [canonical_request(x) for x in identities],
+            "semantic_scope": [semantic_scope(x, EMBEDDER) for x in identities],
+            "semantic_threshold": [threshold] * len(identities),
+            "tenant": [x.tenant for x in identities],
+            "namespace": [x.namespace for x in identities],
+            "model": [x.model for x in identities],
+            "model_version": [x.model_version for x in identities],
+        },
+        schema_overrides={"key": pl.Binary},
+    )
+
+
+def entry_rows(
+    identities: list[RequestIdentity],
+    answers: list[str],
+    now: datetime,
+    ttl_seconds: int = 3600,
+    partition: str | None = None,
+) -> pl.DataFrame:
+    canonical = [canonical_request(x) for x in identities]
+    return pl.DataFrame(
+        {
+            "key": [cache_key(c) for c in canonical],
+            "tenant": [x.tenant for x in identities],
+            "namespace": [x.namespace for x in identities],
+            "model": [x.model for x in identities],
+            "model_version": [x.model_version for x in identities],
+            "canonical_request": canonical,
+            "input_text": [x.input for x in identities],
+            "answer_json": answers,
+            "created_at": [now] * len(identities),
+            "expires_at": [now + timedelta(seconds=ttl_seconds)] * len(identities),
+            "last_hit_at": [None] * len(identities),
+            "hit_count": [0] * len(identities),
+            "size_bytes": [len(c) + len(a) for c, a in zip(canonical, answers, strict=True)],
+            "device_seconds": [0.01] * len(identities),
+            "source_partition": [partition] * len(identities),
+        },
+        schema_overrides={"key": pl.Binary, "last_hit_at": pl.Datetime("us")},
+    )

@@ -1,0 +1,33 @@
+"""The registry and namespace settings, with overrides written under INFERCACHE_HOME."""
+
+import pytest
+
+from storage.config import ConfigError, load_settings, write_namespace_override
+
+
+def test_defaults_apply_to_unlisted_namespaces(settings):
+    ns = settings.namespace("anything")
+    assert ns.semantic.enabled and ns.ttl_seconds > 0 and ns.eviction in ("lru", "lfu")
+
+
+def test_namespace_can_switch_semantic_reuse_off(settings):
+    assert settings.namespace("demo-contracts").semantic.enabled is False
+
+
+def test_overrides_under_home_win_and_keep_other_settings(tmp_path):
+    path = write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {"threshold": 0.97}})
+    assert path.is_relative_to(tmp_path)
+    ns = load_settings(home=tmp_path).namespace("demo-faq-answers")
+    assert ns.semantic.threshold == 0.97
+    assert ns.ttl_seconds == 604800  # from the tracked file, untouched
+
+
+def test_bad_threshold_is_a_clear_error(tmp_path):
+    write_namespace_override(tmp_path, "x", {"semantic": {"threshold": 1.5}})
+    with pytest.raises(ConfigError, match="threshold 1.5 is not in"):
+        load_settings(home=tmp_path)
+
+
+def test_unknown_model_names_known_ones(settings):
+    with pytest.raises(ConfigError, match="known models are intent-classifier, tiny-llm"):
+        settings.model("gpt-imaginary")

@@ -1,0 +1,23 @@
+import dagster as dg
+
+from orchestration.definitions import defs
+
+
+def test_definitions_load_with_assets_checks_job_and_schedule():
+    definitions = defs()
+    repository = definitions.get_repository_def()
+    keys = {key.to_user_string() for key in repository.asset_graph.get_all_asset_keys()}
+    assert keys == {
+        "model_requests",
+        "exact_lookups",
+        "request_embeddings",
+        "semantic_lookups",
+        "inference_outputs",
+        "cache_write_back",
+        "cache_report",
+    }
+    checks = {key.name for key in repository.asset_graph.asset_check_keys}
+    assert {"accepted_requests_valid", "quarantine_rate_below_5_percent"} <= checks
+    job = definitions.resolve_job_def("daily_partition_job")
+    assert isinstance(job.partitions_def, dg.DailyPartitionsDefinition)
+    assert definitions.resolve_schedule_def("daily_partition_job_schedule") is not None

@@ -1,0 +1,122 @@
+"""The exact tier on a real DuckDB file."""
+
+from datetime import timedelta
+
+import polars as pl
+
+from storage.exact_store import (
+    clear_namespace,
+    lookup_exact,
+    open_store,
+    record_hits,
+    sweep_expired,
+    write_entries,
+)
+from storage.keys import cache_key, canonical_request
+from tests.helpers import entry_rows, identity, request_rows
+
+
+def test_identical_request_hits_and_other_requests_miss(tmp_path, now):
+    stored = identity("How do I reset my password?")
+    with open_store(tmp_path / "cache.duckdb") as con:
+        write_entries(con, entry_rows([stored], ['{"text":"Use the link."}'], now), partition=None)
+        found = lookup_exact(con, request_rows([stored, identity("Something else")]), now)
+    assert found["hit"].to_list() == [True, False]
+    assert found["answer_json"][0] == '{"text":"Use the link."}'
+    assert found["served_key"][0] == cache_key(canonical_request(stored))
+
+
+def test_entries_survive_reopening_the_file(tmp_path, now):
+    stored = identity("persisted")
+    with open_store(tmp_path / "cache.duckdb") as con:
+        write_entries(con, entry_rows([stored], ["{}"], now), partition=None)
+    with open_store(tmp_path / "cache.duckdb") as con:
+        assert lookup_exact(con, request_rows([stored]), now)["hit"][0]
+
+
+def test_fingerprint_mismatch_is_not_served(tmp_path, now):
+    """A stored entry under the same key but for another request (a collision) is a miss."""
+    asked = identity("What is the refund policy?")
+    other = identity("Tell me a secret")
+    forged = entry_rows([other], ['{"text":"wrong"}'], now).with_columns(
+        key=pl.lit(cache_key(canonical_request(asked)))
+    )
+    with open_store(tmp_path / "cache.duckdb") as con:
+        write_entries(con, forged, partition=None)
+        found = lookup_exact(con, request_rows([asked]), now)
+    assert found["hit"].to_list() == [False]
+
+
+def test_expired_entry_is_never_served_and_is_deleted_when_read(tmp_path, now):
+    stored = identity("short-lived")
+    with open_store(tmp_path / "cache.duckdb") as con:
+        write_entries(con, entry_rows([stored], ["{}"], now, ttl_seconds=60), partition=None)
+        assert lookup_exact(con, request_rows([stored]), now + timedelta(seconds=59))["hit"][0]
+        later = now + timedelta(seconds=60)
+        assert not lookup_exact(con, request_rows([stored]), later)["hit"][0]
+        assert con.execute("SELECT count(*) FROM cache_entries").fetchall() == [(0,)]
+
+
+def test_sweep_deletes_every_expired_entry(tmp_path, now):
+    with open_store(tmp_path / "cache.duckdb") as con:
+        write_entries(con, entry_rows([identity("a")], ["{}"], now, ttl_seconds=10), None)
+        write_entries(con, entry_rows([identity("b")], ["{}"], now, ttl_seconds=1000), None)
+        assert sweep_expired(con, now + timedelta(seconds=11)) == 1
+        rows = con.execute("SELECT input_text FROM cache_entries").fetchall()
+    assert rows == [("b",)]
+
+
+def test_identical_request_of_another_tenant_misses(tmp_path, now):
+    with open_store(tmp_path / "cache.duckdb") as con:
+        write_entries(con, entry_rows([identity("Reset password", tenant="acme")], ["{}"], now), None)
+        found = lookup_exact(con, request_rows([identity("Reset password", tenant="globex")]), now)
+    assert found["hit"].to_list() == [False]
+
+
+def test_partition_sees_only_entries_of_earlier_partitions(tmp_path, now):
+    stored = identity("daily question")
+    with open_store(tmp_path / "cache.duckdb") as con:
+        write_entries(con, entry_rows([stored], ["{}"], now, partition="2026-01-02"), "2026-01-02")
+        rows = request_rows([stored])
+        assert not lookup_exact(con, rows, now, before_partition="2026-01-02")["hit"][0]
+        assert lookup_exact(con, rows, now, before_partition="2026-01-03")["hit"][0]
+        assert lookup_exact(con, rows, now)["hit"][0]
+
+
+def test_rewriting_a_partition_replaces_what_it_wrote(tmp_path, now):
+    with open_store(tmp_path / "cache.duckdb") as con:
+        write_entries(
+            con, entry_rows([identity("a"), identity("b")], ["{}", "{}"], now, partition="p1"), "p1"
+        )
+        write_entries(con, entry_rows([identity("a")], ['{"v":2}'], now, partition="p1"), "p1")
+        rows = con.execute("SELECT input_text, answer_json FROM cache_entries").fetchall()
+    assert rows == [("a", '{"v":2}')]
+
+
+def test_hits_are_counted(tmp_path, now):
+    stored = identity("popular")
+    key = cache_key(canonical_request(stored))
+    with open_store(tmp_path / "cache.duckdb") as con:
+        write_entries(con, entry_rows([stored], ["{}"], now), None)
+        record_hits(con, [key, key, key], now)
+        assert con.execute("SELECT hit_count, last_hit_at FROM cache_entries").fetchall() == [(3, now)]
+
+
+def test_clear_namespace_touches_only_that_tenant_and_namespace(tmp_path, now):
+    with open_store(tmp_path / "cache.duckdb") as con:
+        write_entries(
+            con,
+            entry_rows(
+                [
+                    identity("q", tenant="acme"),
+                    identity("q", tenant="globex"),
+                    identity("q", tenant="acme", namespace="other"),
+                ],
+                ["{}", "{}", "{}"],
+                now,
+            ),
+            None,
+        )
+        assert clear_namespace(con, "acme", "faq") == 1
+        left = con.execute("SELECT tenant, namespace FROM cache_entries ORDER BY ALL").fetchall()
+    assert left == [("acme", "other"), ("globex", "faq")]

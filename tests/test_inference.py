@@ -1,0 +1,132 @@
+"""Backends and batching: the tiny seeded LM, the MiniLM zero-shot classifier, the batcher."""
+
+import json
+
+import polars as pl
+import pytest
+import torch
+
+from inference.base import CallResult, ModelCall
+from inference.batcher import plan_batches, run_calls
+from inference.causal_lm import CausalLM
+from inference.classifier import ZeroShotClassifier
+from inference.miss_runner import BatchLimits, answer_misses
+
+PREFIX = "You are a support assistant.\nQuestion: "
+
+
+@pytest.fixture(scope="module")
+def tiny_lm():
+    return CausalLM.from_settings({"tiny_seed": 7, "max_new_tokens": 8})
+
+
+def test_tiny_lm_is_deterministic_for_a_seed(tiny_lm):
+    again = CausalLM.from_settings({"tiny_seed": 7, "max_new_tokens": 8})
+    other = CausalLM.from_settings({"tiny_seed": 8, "max_new_tokens": 8})
+    ids = torch.tensor([[5, 6, 7, 8]])
+    with torch.inference_mode():
+        assert torch.equal(tiny_lm.model(ids).logits, again.model(ids).logits)
+        assert not torch.allclose(tiny_lm.model(ids).logits, other.model(ids).logits)
+
+
+def test_batched_greedy_generation_matches_one_at_a_time(tiny_lm):
+    calls = [ModelCall(PREFIX, text) for text in ("hi", "how do I reset my password?", "ok")]
+    batched = tiny_lm.run_batch(calls)
+    alone = [tiny_lm.run_batch([call])[0] for call in calls]
+    assert [r.answer for r in batched] == [r.answer for r in alone]
+    assert all(r.answer["completion_tokens"] <= 8 for r in batched)
+
+
+def test_max_new_tokens_param_limits_the_answer(tiny_lm):
+    short = tiny_lm.run_batch([ModelCall(PREFIX, "hello", {"max_new_tokens": 2})])[0]
+    assert short.answer["completion_tokens"] <= 2
+
+
+def test_prompt_over_the_context_is_an_error_for_that_call_only(tiny_lm):
+    results = tiny_lm.run_batch([ModelCall("", "x" * 5000), ModelCall("", "fine")])
+    assert results[0].answer is None and "over the model's context" in results[0].error
+    assert results[1].answer is not None
+
+
+@pytest.mark.slow
+def test_zero_shot_classifier_picks_the_obvious_label(minilm):
+    classifier = ZeroShotClassifier(minilm, "This request is about {}.")
+    labels = ["billing", "shipping", "account access"]
+    results = classifier.run_batch(
+        [
+            ModelCall("", "I was charged twice on my credit card", {"labels": labels}),
+            ModelCall("", "Where is my parcel? It has not arrived", {"labels": labels}),
+            ModelCall("", "no labels here", {}),
+        ]
+    )
+    assert results[0].answer["label"] == "billing"
+    assert results[1].answer["label"] == "shipping"
+    assert sum(results[0].answer["scores"].values()) == pytest.approx(1.0, abs=1e-4)
+    assert results[2].answer is None and "no candidate labels" in results[2].error
+
+
+def test_batches_respect_the_token_budget_and_group_prefixes():
+    counts = [10, 50, 10, 50, 10, 30]
+    prefixes = ["b", "a", "b", "a", "a", "b"]
+    batches = plan_batches(counts, prefixes, max_batch_tokens=100, max_batch_size=8)
+    for batch in batches:
+        assert max(counts[i] for i in batch) * len(batch) <= 100
+    assert sorted(i for b in batches for i in b) == list(range(6))
+    # Ordered by prefix: all of prefix "a" come before any of prefix "b".
+    order = [prefixes[i] for b in batches for i in b]
+    assert order == sorted(order)
+
+
+def test_an_oversized_call_still_gets_a_batch_of_its_own():
+    assert plan_batches([500, 10], ["", ""], max_batch_tokens=100) == [[1], [0]]
+
+
+class FlakyBackend:
+    """A stand-in backend: out-of-memory cannot be provoked on this CPU-only machine,
+    so this raises torch.OutOfMemoryError for batches above a size, like a full device."""
+
+    def __init__(self, fits: int) -> None:
+        self.fits = fits
+        self.batch_sizes: list[int] = []
+
+    def token_count(self, call):
+        return 10
+
+    def run_batch(self, calls):
+        self.batch_sizes.append(len(calls))
+        if len(calls) > self.fits:
+            raise torch.OutOfMemoryError("CUDA out of memory (simulated)")
+        return [
+            CallResult(None, "refused") if c.input == "poison" else CallResult({"echo": c.input})
+            for c in calls
+        ]
+
+
+def test_out_of_memory_halves_the_batch_and_retries():
+    backend = FlakyBackend(fits=2)
+    results = run_calls(backend, [ModelCall("", str(i)) for i in range(8)], max_batch_size=8)
+    assert [r.result.answer["echo"] for r in results] == [str(i) for i in range(8)]
+    assert backend.batch_sizes[0] == 8 and max(backend.batch_sizes[1:]) <= 4
+    assert all(r.device_seconds >= 0 for r in results)
+
+
+def test_identical_keys_fold_into_one_call_and_failures_are_per_key():
+    backend = FlakyBackend(fits=100)
+    misses = pl.DataFrame(
+        {
+            "request_id": ["a", "b", "c", "d"],
+            "key": [b"k1", b"k1", b"k2", b"k3"],
+            "model": ["m"] * 4,
+            "model_version": ["1"] * 4,
+            "params_json": ["{}"] * 4,
+            "prefix": [""] * 4,
+            "input": ["same", "same", "other", "poison"],
+        }
+    )
+    out = answer_misses(misses, lambda model, version: (backend, BatchLimits()))
+    assert out["path"].to_list() == ["model", "folded", "model", "failed"]
+    assert out["served_key"].to_list() == [None, b"k1", None, None]
+    assert json.loads(out["answer_json"][1]) == {"echo": "same"}
+    assert out["device_seconds"][1] == 0.0
+    assert out["error"][3] == "refused"
+    assert backend.batch_sizes == [3]

@@ -1,0 +1,193 @@
+"""Two daily partitions materialized in-process through Dagster on the real stack."""
+
+import json
+
+import dagster as dg
+import duckdb
+import polars as pl
+import pytest
+
+from orchestration.definitions import PARTITION_FLOW_ASSETS
+from orchestration.resources import InferCacheResource
+
+pytestmark = pytest.mark.slow
+
+DAY1, DAY2 = "2026-02-01", "2026-02-02"
+SYSTEM = "You are a support assistant.\nQuestion: "
+
+
+def _faq(request_id, text, tenant="acme", **extra):
+    return {
+        "request_id": request_id,
+        "tenant": tenant,
+        "namespace": "demo-faq-answers",
+        "model": "tiny-llm",
+        "params": {"temperature": 0, "max_new_tokens": 6},
+        "prefix": SYSTEM,
+        "input": text,
+        **extra,
+    }
+
+
+def _intent(request_id, text, tenant="acme"):
+    return {
+        "request_id": request_id,
+        "tenant": tenant,
+        "namespace": "demo-support-intents",
+        "model": "intent-classifier",
+        "params": {},
+        "input": text,
+    }
+
+
+DAY1_ROWS = [
+    _faq("d1-1", "How do I reset my password?"),
+    _faq("d1-2", "How do I reset my password?"),  # same key: folded into d1-1's call
+    _faq("d1-3", "What are your opening hours?"),
+    _faq("d1-4", "Do you ship internationally?", tenant="globex"),
+    _faq("d1-5", "x" * 3000),  # over the tiny model's context: fails, partition goes on
+    _intent("d1-6", "I was charged twice for my order"),
+    _intent("d1-7", "I was charged twice for my order"),
+    {"request_id": "d1-8", "tenant": "acme", "namespace": "demo-faq-answers", "model": "nope", "input": "hi"},
+    _faq("d1-9", "   "),
+]
+DAY2_ROWS = [
+    _faq("d2-1", "How do I reset my password?"),  # exact hit from day 1
+    _faq("d2-2", "How can I reset my password?"),  # semantic hit from day 1
+    _faq("d2-3", "How do I reset my password?", tenant="globex"),  # other tenant: miss
+    _faq("d2-4", "Can I pay with a gift card?"),  # new
+    _intent("d2-5", "I was charged twice for my order"),  # exact hit
+    _faq("d2-6", "x" * 3000),  # failed again: failures are never cached
+]
+
+
+def _land(home, day, rows):
+    folder = home / "landing" / day
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "requests.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def _materialize(resource, day, instance):
+    result = dg.materialize(
+        PARTITION_FLOW_ASSETS, partition_key=day, instance=instance, resources={"infercache": resource}
+    )
+    assert result.success
+    return result
+
+
+def _query(home, sql, params=None):
+    con = duckdb.connect(str(home / "cache.duckdb"), read_only=True)
+    try:
+        return con.sql(sql, params=params).pl()
+    finally:
+        con.close()
+
+
+def _report(result):
+    events = [e for e in result.get_asset_materialization_events() if e.asset_key.path == ["cache_report"]]
+    return {k: v.value for k, v in events[0].materialization.metadata.items()}
+
+
+@pytest.fixture(scope="module")
+def two_days(tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")
+    _land(home, DAY1, DAY1_ROWS)
+    _land(home, DAY2, DAY2_ROWS)
+    resource = InferCacheResource(home=str(home))
+    instance = dg.DagsterInstance.ephemeral()
+    first = _materialize(resource, DAY1, instance)
+    second = _materialize(resource, DAY2, instance)
+    return home, resource, instance, first, second
+
+
+def test_every_request_ends_in_one_outcome_row(two_days):
+    home, *_ = two_days
+    outcomes = _query(home, "SELECT partition, request_id, path FROM request_outcomes ORDER BY ALL")
+    assert outcomes.height == len(DAY1_ROWS) + len(DAY2_ROWS)
+    assert outcomes["request_id"].n_unique() == outcomes.height
+    paths = dict(zip(outcomes["request_id"], outcomes["path"], strict=True))
+    assert paths["d1-1"] == "model" and paths["d1-2"] == "folded"
+    assert paths["d1-5"] == "failed" and paths["d2-6"] == "failed"
+    assert paths["d1-8"] == "quarantined" and paths["d1-9"] == "quarantined"
+    assert paths["d2-1"] == "exact" and paths["d2-5"] == "exact"
+    assert paths["d2-2"] == "semantic"
+    assert paths["d2-3"] == "model"  # the identical request of another tenant is not served
+
+
+def test_model_calls_plus_failed_equal_distinct_keys_that_missed(two_days):
+    home, *_ = two_days
+    for day in (DAY1, DAY2):
+        missed = _query(
+            home,
+            """
+            SELECT count(DISTINCT r.key) AS keys
+            FROM model_requests r JOIN exact_lookups e USING (partition, request_id)
+            LEFT JOIN semantic_lookups s USING (partition, request_id)
+            WHERE r.partition = ? AND NOT e.hit AND NOT coalesce(s.hit, false)
+            """,
+            [day],
+        )["keys"][0]
+        paths = _query(
+            home, "SELECT path, count(*) AS n FROM request_outcomes WHERE partition = ? GROUP BY path", [day]
+        )
+        counts = dict(zip(paths["path"], paths["n"], strict=True))
+        assert counts.get("model", 0) + counts.get("failed", 0) == missed
+
+
+def test_report_adds_up_and_day_two_is_served_from_day_one(two_days):
+    _, _, _, first, second = two_days
+    for result, rows in ((first, DAY1_ROWS), (second, DAY2_ROWS)):
+        report = _report(result)
+        parts = ("quarantined", "exact_hits", "semantic_hits", "folded", "model_calls", "failed")
+        assert report["requests"] == len(rows) == sum(report[p] for p in parts)
+    day2 = _report(second)
+    assert day2["exact_hits"] == 2 and day2["semantic_hits"] == 1
+    assert day2["device_seconds_saved"] > 0
+    assert _report(first)["quarantined"] == 2
+
+
+def test_failed_answers_are_never_cached(two_days):
+    home, *_ = two_days
+    stored = _query(home, "SELECT input_text FROM cache_entries")["input_text"].to_list()
+    assert "x" * 3000 not in stored
+    assert len(stored) == 6  # d1-1, d1-3, d1-4, d1-6, d2-3, d2-4
+
+
+def test_great_expectations_check_passes_on_accepted_rows(two_days):
+    _, _, _, first, _ = two_days
+    evaluations = {e.check_name: e.passed for e in first.get_asset_check_evaluations()}
+    assert evaluations["accepted_requests_valid"] is True
+    # 2 of 9 rows quarantined is above 5%: the warning check says so.
+    assert evaluations["quarantine_rate_below_5_percent"] is False
+
+
+def test_answers_are_exported_as_parquet(two_days):
+    home, resource, *_ = two_days
+    export = pl.read_parquet(resource.locations.answers_export(DAY2))
+    assert export.height == len(DAY2_ROWS)
+    answered = export.filter(pl.col("path") != "failed")
+    assert answered["answer_json"].map_elements(lambda a: isinstance(json.loads(a), dict)).all()
+
+
+def test_rematerializing_a_partition_gives_the_same_state(two_days):
+    home, resource, instance, _, second = two_days
+    index = resource.semantic_index("all-MiniLM-L6-v2")
+    vectors_before = index.count()
+    before_outcomes = _query(
+        home,
+        "SELECT * EXCLUDE (lookup_seconds, device_seconds, device_seconds_saved) "
+        "FROM request_outcomes ORDER BY partition, request_id",
+    )
+    before_entries = _query(home, "SELECT key, answer_json, source_partition FROM cache_entries ORDER BY key")
+    again = _materialize(resource, DAY2, instance)
+    after_outcomes = _query(
+        home,
+        "SELECT * EXCLUDE (lookup_seconds, device_seconds, device_seconds_saved) "
+        "FROM request_outcomes ORDER BY partition, request_id",
+    )
+    after_entries = _query(home, "SELECT key, answer_json, source_partition FROM cache_entries ORDER BY key")
+    assert before_outcomes.equals(after_outcomes)
+    assert before_entries.equals(after_entries)
+    # One vector per entry (every namespace here has semantic reuse on), no duplicates.
+    assert index.count() == vectors_before == before_entries.height
+    assert _report(again)["semantic_hits"] == _report(second)["semantic_hits"]

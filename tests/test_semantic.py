@@ -1,0 +1,141 @@
+"""The semantic tier: real MiniLM embeddings, a real LanceDB folder, a real DuckDB file."""
+
+from datetime import timedelta
+
+import numpy as np
+import polars as pl
+import pytest
+
+from storage.embedding_cache import EmbeddingCache
+from storage.exact_store import open_store, write_entries
+from storage.semantic_index import SemanticIndex
+from storage.semantic_lookup import lookup_semantic
+from tests.helpers import EMBEDDER, entry_rows, identity, request_rows
+
+pytestmark = pytest.mark.slow
+
+CACHED = "How do I speed up LLM inference?"
+PARAPHRASE = "how to make LLM inference faster"
+
+
+@pytest.fixture
+def stores(tmp_path, minilm):
+    index = SemanticIndex(tmp_path / "lance", EMBEDDER, minilm.dimension)
+    cache = EmbeddingCache(tmp_path / "lance", EMBEDDER, minilm.dimension)
+    return tmp_path / "cache.duckdb", index, cache
+
+
+def _store(con, index, cache, minilm, identities, now, ttl_seconds=3600, commit=True):
+    rows = request_rows(identities)
+    if commit:
+        write_entries(con, entry_rows(identities, ['{"a":1}'] * len(identities), now, ttl_seconds), None)
+    vectors, _ = cache.embed([x.input for x in identities], minilm)
+    index.add(rows, vectors, partition=None)
+
+
+def _lookup(con, index, cache, minilm, identities, now, threshold=0.7):
+    rows = request_rows(identities, threshold=threshold)
+    vectors, _ = cache.embed([x.input for x in identities], minilm)
+    return lookup_semantic(con, index, rows, vectors, now)
+
+
+def test_paraphrase_is_served_from_the_same_scope(stores, minilm, now):
+    path, index, cache = stores
+    with open_store(path) as con:
+        _store(con, index, cache, minilm, [identity(CACHED)], now)
+        found = _lookup(con, index, cache, minilm, [identity(PARAPHRASE)], now)
+    assert found["hit"].to_list() == [True]
+    assert found["answer_json"][0] == '{"a":1}'
+    assert 0.7 <= found["best_similarity"][0] < 1.0
+
+
+def test_below_threshold_misses_but_reports_the_similarity(stores, minilm, now):
+    path, index, cache = stores
+    with open_store(path) as con:
+        _store(con, index, cache, minilm, [identity(CACHED)], now)
+        found = _lookup(con, index, cache, minilm, [identity(PARAPHRASE)], now, threshold=0.999)
+    assert found["hit"].to_list() == [False]
+    assert found["best_similarity"][0] is not None
+    assert found["served_key"][0] is None
+
+
+def test_other_tenant_never_receives_the_answer(stores, minilm, now):
+    path, index, cache = stores
+    with open_store(path) as con:
+        _store(con, index, cache, minilm, [identity(CACHED, tenant="acme")], now)
+        found = _lookup(
+            con,
+            index,
+            cache,
+            minilm,
+            [identity(CACHED, tenant="globex"), identity(PARAPHRASE, tenant="globex")],
+            now,
+        )
+    assert found["hit"].to_list() == [False, False]
+    assert found["best_similarity"].to_list() == [None, None]
+
+
+@pytest.mark.parametrize(
+    "change", [{"model_version": "2"}, {"params": {"temperature": 0.7}}, {"prefix": "Be terse.\n"}]
+)
+def test_anything_but_the_input_must_match(stores, minilm, now, change):
+    path, index, cache = stores
+    with open_store(path) as con:
+        _store(con, index, cache, minilm, [identity(CACHED)], now)
+        found = _lookup(con, index, cache, minilm, [identity(PARAPHRASE, **change)], now)
+    assert found["hit"].to_list() == [False]
+
+
+def test_vector_without_committed_entry_is_never_served(stores, minilm, now):
+    path, index, cache = stores
+    with open_store(path) as con:
+        _store(con, index, cache, minilm, [identity(CACHED)], now, commit=False)
+        found = _lookup(con, index, cache, minilm, [identity(CACHED)], now)
+    assert found["hit"].to_list() == [False]
+
+
+def test_expired_entry_is_not_served_semantically(stores, minilm, now):
+    path, index, cache = stores
+    with open_store(path) as con:
+        _store(con, index, cache, minilm, [identity(CACHED)], now, ttl_seconds=60)
+        found = _lookup(con, index, cache, minilm, [identity(PARAPHRASE)], now + timedelta(seconds=61))
+    assert found["hit"].to_list() == [False]
+
+
+def test_embedding_cache_embeds_each_text_once(stores, minilm):
+    _, _, cache = stores
+    calls: list[list[str]] = []
+
+    def counting_embed(texts):
+        calls.append(list(texts))
+        return minilm(texts)
+
+    first, embedded = cache.embed(["a question", "another question", "a question"], counting_embed)
+    assert embedded == 2
+    again, embedded_again = cache.embed(["another question", "a question"], counting_embed)
+    assert embedded_again == 0
+    assert calls == [["a question", "another question"]]
+    np.testing.assert_allclose(again[1], first[0])
+
+
+def test_batched_search_answers_each_query_in_its_own_scope(stores, minilm, now):
+    path, index, cache = stores
+    with open_store(path) as con:
+        _store(
+            con,
+            index,
+            cache,
+            minilm,
+            [identity(CACHED, tenant="acme"), identity("What is the capital of France?", tenant="globex")],
+            now,
+        )
+        queries = [
+            identity(PARAPHRASE, tenant="acme"),
+            identity("which city is the capital of France", tenant="globex"),
+            identity("which city is the capital of France", tenant="acme"),
+        ]
+        found = _lookup(con, index, cache, minilm, queries, now)
+    assert found["hit"].to_list() == [True, True, False]
+    keys = request_rows([identity(CACHED, tenant="acme")])["key"][0]
+    assert found["served_key"][0] == keys
+    assert isinstance(found, pl.DataFrame)
