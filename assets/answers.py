@@ -7,6 +7,7 @@ import polars as pl
 from assets.partitions import STORE_POOL, daily_partitions
 from inference.miss_runner import answer_misses
 from orchestration.resources import InferCacheResource
+from storage.eviction import enforce_capacity
 from storage.exact_store import open_store, replace_partition
 from storage.write_back import commit_entries, new_entries
 
@@ -49,7 +50,8 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
 
 @dg.asset(deps=["inference_outputs"], kinds={"duckdb", "lancedb"}, **_FLOW)
 def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheResource):
-    """New answers into cache_entries (committed first), then their vectors into LanceDB.
+    """New answers into cache_entries (committed first), then their vectors into LanceDB;
+    then each tenant namespace is held to its capacity by its eviction policy.
 
     Re-running a partition replaces what it wrote before, so the state is the same.
     """
@@ -57,12 +59,18 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
     settings = infercache.settings()
     now = infercache.now()
     with open_store(infercache.locations.duckdb_path) as con:
-        namespaces = con.execute(
-            "SELECT DISTINCT namespace FROM model_requests WHERE partition = ?", [partition]
+        scopes = con.execute(
+            "SELECT DISTINCT tenant, namespace FROM model_requests WHERE partition = ?", [partition]
         ).fetchall()
-        ttl = {name: settings.namespace(name).ttl_seconds for (name,) in namespaces}
+        ttl = {namespace: settings.namespace(namespace).ttl_seconds for _, namespace in scopes}
         entries = new_entries(con, partition, now, ttl)
         written = commit_entries(con, entries, partition)
+        evicted: list[bytes] = []
+        for tenant, namespace in scopes:
+            limits = settings.namespace(namespace)
+            evicted += enforce_capacity(
+                con, tenant, namespace, limits.eviction, limits.max_entries, limits.max_bytes
+            )
         vectors = con.sql(
             """
             SELECT r.key, m.vector
@@ -79,11 +87,13 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
         group = with_vectors.filter(pl.col("embedding_model") == name)
         index = infercache.semantic_index(spec.name)
         index.add(group, np.asarray(group["vector"].to_list(), dtype=np.float32), partition)
+        index.delete_keys(evicted)
         indexed += group.height
     return dg.MaterializeResult(
         metadata={
             "entries_written": written,
             "vectors_indexed": indexed,
+            "entries_evicted": len(evicted),
             "bytes_written": int(entries["size_bytes"].sum()) if entries.height else 0,
         }
     )

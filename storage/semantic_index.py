@@ -109,8 +109,11 @@ class SemanticIndex:
                 neighbours.append(Neighbour(rows[qi], key, 1.0 - float(distance)))
         return neighbours
 
-    def delete_where(self, condition: str) -> None:
-        self._table.delete(condition)
+    def delete_keys(self, keys: list[bytes]) -> None:
+        """Remove the vectors of deleted entries (they would never be served, but cost space)."""
+        for start in range(0, len(keys), 1000):
+            literals = ",".join("X'" + key.hex() + "'" for key in keys[start : start + 1000])
+            self._table.delete(f"key IN ({literals})")
 
     def delete_namespace(self, tenant: str, namespace: str) -> None:
         self._table.delete(f"tenant = {literal(tenant)} AND namespace = {literal(namespace)}")

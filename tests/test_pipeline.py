@@ -191,3 +191,26 @@ def test_rematerializing_a_partition_gives_the_same_state(two_days):
     # One vector per entry (every namespace here has semantic reuse on), no duplicates.
     assert index.count() == vectors_before == before_entries.height
     assert _report(again)["semantic_hits"] == _report(second)["semantic_hits"]
+
+
+def test_write_back_holds_each_tenant_namespace_to_its_capacity(tmp_path):
+    from storage.config import write_namespace_override
+
+    write_namespace_override(tmp_path, "demo-faq-answers", {"capacity": {"max_entries": 1}})
+    _land(tmp_path, DAY1, DAY1_ROWS)
+    resource = InferCacheResource(home=str(tmp_path))
+    result = _materialize(resource, DAY1, dg.DagsterInstance.ephemeral())
+    per_scope = _query(
+        tmp_path, "SELECT tenant, namespace, count(*) AS n FROM cache_entries GROUP BY ALL ORDER BY ALL"
+    )
+    assert per_scope.rows() == [
+        ("acme", "demo-faq-answers", 1),  # two were answered, one evicted
+        ("acme", "demo-support-intents", 1),
+        ("globex", "demo-faq-answers", 1),
+    ]
+    write_back = [
+        e for e in result.get_asset_materialization_events() if e.asset_key.path == ["cache_write_back"]
+    ]
+    assert write_back[0].materialization.metadata["entries_evicted"].value == 1
+    # The evicted entry's vector is gone too: one vector per stored entry.
+    assert resource.semantic_index("all-MiniLM-L6-v2").count() == 3
