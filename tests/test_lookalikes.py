@@ -1,0 +1,51 @@
+"""Sequential look-alike resolution, with a hand-made verifier where the test is about the logic."""
+
+import numpy as np
+
+from storage.lookalikes import External, resolve_lookalikes
+
+
+def _unit(*rows):
+    matrix = np.asarray(rows, dtype=np.float32)
+    return matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+
+
+def test_rows_fold_into_the_earliest_similar_leader():
+    vectors = _unit([1, 0], [1, 0.05], [0, 1], [0.02, 1])
+    out = resolve_lookalikes(vectors, ["a", "a2", "b", "b2"], [0.9] * 4, None, [0.5] * 4)
+    assert [r.leader_row for r in out] == [None, 0, None, 2]
+    assert [r.is_leader for r in out] == [True, False, True, False]
+
+
+def test_a_follower_never_answers_another_row():
+    # Row 1 is close to row 0 and row 2 is close to row 1 but not to row 0.
+    vectors = _unit([1, 0], [0.8, 0.6], [0.28, 0.96])
+    out = resolve_lookalikes(vectors, ["x", "y", "z"], [0.79] * 3, None, [0.5] * 3)
+    assert out[1].leader_row == 0
+    assert out[2].is_leader  # y folded into x, so y cannot answer z
+
+
+def test_the_verifier_can_refuse_a_close_pair():
+    vectors = _unit([1, 0], [1, 0.01])
+
+    def refuse_different_text(pairs):
+        return np.array([1.0 if a == b else 0.0 for a, b in pairs])
+
+    out = resolve_lookalikes(vectors, ["cancel order", "cancel subscription"], [0.9] * 2,
+                             refuse_different_text, [0.5] * 2)
+    assert out[1].is_leader
+    assert out[1].best_similarity > 0.99
+
+
+def test_cached_entries_compete_with_earlier_rows_by_similarity():
+    vectors = _unit([1, 0], [1, 0.1])
+    cached = External(text="stored", similarity=0.999, ref="entry-1")
+    out = resolve_lookalikes(vectors, ["a", "b"], [0.9] * 2, None, [0.5] * 2, [[], [cached]])
+    assert out[1].external is cached and out[1].leader_row is None
+
+
+def test_many_lookalikes_still_find_a_leader_past_the_precomputed_candidates():
+    # Ten identical rows then one more: the ten after the first all fold into row 0.
+    vectors = _unit(*([[1, 0]] * 12))
+    out = resolve_lookalikes(vectors, [f"t{i}" for i in range(12)], [0.9] * 12, None, [0.5] * 12)
+    assert all(r.leader_row == 0 for r in out[1:])
