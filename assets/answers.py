@@ -9,6 +9,7 @@ from inference.miss_runner import answer_misses
 from orchestration.resources import InferCacheResource
 from storage.eviction import enforce_capacity
 from storage.exact_store import open_store, replace_partition
+from storage.lookalikes import fold_lookalike_misses
 from storage.write_back import commit_entries, new_entries
 
 _FLOW = {"partitions_def": daily_partitions, "pool": STORE_POOL, "group_name": "partition_flow"}
@@ -16,20 +17,26 @@ _FLOW = {"partitions_def": daily_partitions, "pool": STORE_POOL, "group_name": "
 
 @dg.asset(deps=["semantic_lookups"], kinds={"torch", "duckdb"}, **_FLOW)
 def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheResource):
-    """Misses of both look-ups, identical keys folded into one call, run in batches."""
+    """Misses of both look-ups, run in batches. Identical keys fold into one call, and so do
+    verified look-alikes of one scope where semantic reuse is on."""
     partition = context.partition_key
     with open_store(infercache.locations.duckdb_path) as con:
         misses = con.sql(
             """
-            SELECT r.request_id, r.key, r.model, r.model_version, r.params_json, r.prefix, r.input
+            SELECT r.request_id, r.key, r.model, r.model_version, r.params_json, r.prefix, r.input,
+                   r.semantic_scope, r.semantic_threshold, r.semantic_verify,
+                   r.semantic_verify_threshold, m.vector
             FROM model_requests r
             JOIN exact_lookups e USING (partition, request_id)
             LEFT JOIN semantic_lookups s USING (partition, request_id)
+            LEFT JOIN request_embeddings m USING (partition, request_id)
             WHERE r.partition = ? AND NOT e.hit AND NOT coalesce(s.hit, false)
+            ORDER BY r.request_id
             """,
             params=[partition],
         ).pl()
-    outputs = answer_misses(misses, infercache.backend)
+    leaders = fold_lookalike_misses(misses, infercache.verifier()) if misses.height else {}
+    outputs = answer_misses(misses, infercache.backend, leaders)
     with open_store(infercache.locations.duckdb_path) as con:
         replace_partition(
             con, "inference_outputs", partition, outputs.with_columns(partition=pl.lit(partition))
@@ -39,6 +46,7 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
     return dg.MaterializeResult(
         metadata={
             "misses": misses.height,
+            "lookalike_keys_folded": len(leaders),
             "model_calls": counts.get("model", 0),
             "folded": counts.get("folded", 0),
             "failed": counts.get("failed", 0),

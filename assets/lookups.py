@@ -110,7 +110,8 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
     with open_store(infercache.locations.duckdb_path) as con:
         candidates = con.sql(
             """
-            SELECT r.request_id, r.canonical_request, r.semantic_scope, r.semantic_threshold,
+            SELECT r.request_id, r.input, r.canonical_request, r.semantic_scope,
+                   r.semantic_threshold, r.semantic_verify, r.semantic_verify_threshold,
                    r.embedding_model, m.vector
             FROM model_requests r JOIN request_embeddings m USING (partition, request_id)
             WHERE r.partition = ?
@@ -127,6 +128,7 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
                 group,
                 vectors,
                 now,
+                verify=infercache.verifier(),
                 before_partition=partition,
             )
             share = (time.perf_counter() - started) / group.height

@@ -36,17 +36,22 @@ def answer_json(answer: dict) -> str:
 def answer_misses(
     misses: pl.DataFrame,
     backend_for: Callable[[str, str], tuple[Backend, BatchLimits]],
+    lookalike_leaders: dict[bytes, bytes] | None = None,
 ) -> pl.DataFrame:
     """misses: request_id, key, model, model_version, params_json, prefix, input.
 
     Requests with the same key are folded into one call (the first by request_id
-    makes it, path "model"; the rest are "folded"). A failed call marks its
+    makes it, path "model"; the rest are "folded"), and so are requests whose key
+    `lookalike_leaders` maps to a look-alike's key. A failed call marks its
     requests "failed" with the error; nothing here raises for one bad request.
     """
     if not misses.height:
         return pl.DataFrame(schema=OUTPUT_SCHEMA)
+    leader_of = lookalike_leaders or {}
     ordered = misses.sort("request_id")
-    callers = ordered.unique(subset="key", keep="first", maintain_order=True)
+    callers = ordered.filter(~pl.col("key").is_in(list(leader_of))).unique(
+        subset="key", keep="first", maintain_order=True
+    )
     results_by_key: dict[bytes, tuple[str | None, str | None, float, int]] = {}
     for (model, version), group in callers.group_by(["model", "model_version"], maintain_order=True):
         backend, limits = backend_for(model, version)
@@ -66,7 +71,8 @@ def answer_misses(
     caller_ids = set(callers["request_id"].to_list())
     rows = []
     for row in ordered.iter_rows(named=True):
-        answer, error, seconds, batch_index = results_by_key[row["key"]]
+        answered_by = leader_of.get(row["key"], row["key"])
+        answer, error, seconds, batch_index = results_by_key[answered_by]
         made_call = row["request_id"] in caller_ids
         if error is not None:
             path = "failed"
@@ -76,7 +82,7 @@ def answer_misses(
             {
                 "request_id": row["request_id"],
                 "path": path,
-                "served_key": row["key"] if path == "folded" else None,
+                "served_key": answered_by if path == "folded" else None,
                 "answer_json": answer,
                 "error": error,
                 "device_seconds": seconds if made_call else 0.0,

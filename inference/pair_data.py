@@ -56,9 +56,7 @@ def split_by_question(
     for question in parent:
         members.setdefault(root(question), []).append(question)
     heldout_roots = {
-        component
-        for component, questions in members.items()
-        if _bucket(min(questions)) < heldout_share
+        component for component, questions in members.items() if _bucket(min(questions)) < heldout_share
     }
     train, heldout = [], []
     for pair in pairs:

@@ -26,6 +26,8 @@ RECORD_FILE = "training.json"
 WORD_EMBEDDINGS = "bert.embeddings.word_embeddings.weight"
 BASE_WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
 MAX_PAIR_TOKENS = 64
+# The embedding model whose tokenizer and word embeddings the verifier shares.
+VERIFIER_BASE_MODEL = "all-MiniLM-L6-v2"
 SCORE_BATCH = 64
 
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
@@ -102,10 +104,11 @@ def training_record(folder: Path = SHIPPED_MODEL) -> dict:
 
 
 @lru_cache(maxsize=2)
-def load_shipped_verifier(base_folder: str) -> PairVerifier:
-    if not (SHIPPED_MODEL / WEIGHTS_FILE).exists():
+def load_verifier(base_folder: str, folder: str = str(SHIPPED_MODEL)) -> PairVerifier:
+    """The verifier in `folder` (the shipped one by default), on the base model's embeddings."""
+    if not (Path(folder) / WEIGHTS_FILE).exists():
         raise FileNotFoundError(
-            f"the pair verifier's weights are missing from {SHIPPED_MODEL}: "
+            f"the pair verifier's weights are missing from {folder}: "
             "train them with `python -m inference.train_verifier`"
         )
-    return PairVerifier.load(Path(base_folder))
+    return PairVerifier.load(Path(base_folder), Path(folder))

@@ -92,7 +92,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"step {steps_done}/{args.steps} loss {running:.3f} {minutes:.1f} min", file=sys.stderr)
             if args.max_minutes is not None and minutes >= args.max_minutes:
                 break
-    _save(model, args, steps_done, time.perf_counter() - started, len(train_qqp), len(heldout_qqp), len(adversarial))
+    _save(
+        model,
+        args,
+        steps_done,
+        time.perf_counter() - started,
+        len(train_qqp),
+        len(heldout_qqp),
+        len(adversarial),
+    )
     return 0
 
 
@@ -102,7 +110,9 @@ def _tokenizer(base: Path):
     return AutoTokenizer.from_pretrained(base, local_files_only=True)
 
 
-def _save(model, args, steps: int, seconds: float, train_pairs: int, heldout_pairs: int, adversarial: int) -> None:
+def _save(
+    model, args, steps: int, seconds: float, train_pairs: int, heldout_pairs: int, adversarial: int
+) -> None:
     from safetensors.torch import save_file
 
     args.out.mkdir(parents=True, exist_ok=True)

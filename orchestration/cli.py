@@ -47,6 +47,30 @@ def _demo(args: argparse.Namespace) -> int:
     return 0
 
 
+def _evaluate(args: argparse.Namespace) -> int:
+    from orchestration.evaluation import effective_namespace, evaluate
+    from storage.config import load_settings
+
+    home = _prepare_environment()
+    settings = load_settings(home=home)
+    namespace = effective_namespace(
+        settings,
+        args.namespace,
+        args.tenant,
+        threshold=args.threshold,
+        verify=False if args.no_verify else None,
+        verify_threshold=args.verify_threshold,
+        embedding_model=args.model,
+    )
+    report = evaluate(settings, args.workload, namespace, args.store, tenant=args.tenant)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for key, value in report.items():
+            print(f"{key:>22}  {value}")
+    return 0
+
+
 def _ui(args: argparse.Namespace) -> int:
     _prepare_environment()
     # Started from make, dagster dev would ignore Ctrl-C; restore the default handler.
@@ -72,6 +96,19 @@ def main(argv: list[str] | None = None) -> int:
     demo = commands.add_parser("demo", help="write the sample workload, run 3 days, print the report")
     demo.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     demo.set_defaults(handler=_demo)
+    evaluate = commands.add_parser(
+        "evaluate", help="replay a labelled workload through the look-up path and measure it"
+    )
+    evaluate.add_argument("--workload", type=Path, required=True, help='JSONL rows {"text", "group"}')
+    evaluate.add_argument("--namespace", default="default", help="whose settings apply")
+    evaluate.add_argument("--tenant", default="evaluation")
+    evaluate.add_argument("--store", type=Path, default=None, help="a folder to keep the stores in")
+    evaluate.add_argument("--threshold", type=float, default=None, help="cosine threshold")
+    evaluate.add_argument("--verify-threshold", type=float, default=None)
+    evaluate.add_argument("--no-verify", action="store_true", help="plain cosine, no pair verifier")
+    evaluate.add_argument("--model", default=None, help="embedding model (from models.yaml)")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    evaluate.set_defaults(handler=_evaluate)
     ui = commands.add_parser("ui", help="start the Dagster UI over the same stores")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)

@@ -12,9 +12,11 @@ from inference.backends import load_backend
 from inference.base import Backend
 from inference.embedder import SentenceEmbedder
 from inference.miss_runner import BatchLimits
+from inference.pair_verifier import SHIPPED_MODEL, VERIFIER_BASE_MODEL, load_verifier
 from storage.config import Settings, load_settings
 from storage.embedding_cache import EmbeddingCache
 from storage.locations import StoreLocations
+from storage.lookalikes import Verify
 from storage.semantic_index import SemanticIndex
 
 DEFAULT_HOME = ".infercache"
@@ -30,6 +32,7 @@ class InferCacheResource(dg.ConfigurableResource):
 
     home: str
     config_dir: str | None = None
+    verifier_folder: str | None = None
 
     @property
     def locations(self) -> StoreLocations:
@@ -47,6 +50,12 @@ class InferCacheResource(dg.ConfigurableResource):
     def embedding_cache(self, embedding_model: str) -> EmbeddingCache:
         dimension = self.embedder(embedding_model).dimension
         return EmbeddingCache(self.locations.lance_folder, embedding_model, dimension)
+
+    def verifier(self) -> Verify:
+        """The pair verifier's scoring function (loaded once per process)."""
+        base = self.settings().embedding_model(VERIFIER_BASE_MODEL).model_folder()
+        folder = Path(self.verifier_folder) if self.verifier_folder else SHIPPED_MODEL
+        return load_verifier(str(base), str(folder)).score
 
     def semantic_index(self, embedding_model: str) -> SemanticIndex:
         dimension = self.embedder(embedding_model).dimension

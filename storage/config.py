@@ -54,6 +54,8 @@ class SemanticSettings:
     enabled: bool
     threshold: float
     embedding_model: str
+    verify: bool
+    verify_threshold: float
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,7 @@ class Settings:
     embedding_models: dict[str, EmbeddingModelSpec]
     namespace_defaults: dict[str, Any]
     namespace_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
+    tenant_overrides: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
 
     def model(self, name: str) -> ModelSpec:
         try:
@@ -91,8 +94,11 @@ class Settings:
                 f"unknown embedding model {name!r}: known embedding models are {known}"
             ) from None
 
-    def namespace(self, name: str) -> NamespaceSettings:
+    def namespace(self, name: str, tenant: str | None = None) -> NamespaceSettings:
+        """Defaults, then the namespace's overrides, then the tenant's own for that namespace."""
         merged = _deep_merge(self.namespace_defaults, self.namespace_overrides.get(name, {}))
+        if tenant is not None:
+            merged = _deep_merge(merged, self.tenant_overrides.get(tenant, {}).get(name, {}))
         return _namespace_settings(name, merged)
 
 
@@ -102,28 +108,41 @@ def load_settings(config_dir: Path | None = None, home: Path | None = None) -> S
     models_doc = _read_yaml(config_dir / MODELS_FILE)
     namespaces_doc = _read_yaml(config_dir / NAMESPACES_FILE)
     overrides = dict(namespaces_doc.get("namespaces") or {})
+    tenants = dict(namespaces_doc.get("tenants") or {})
     defaults = namespaces_doc.get("defaults") or {}
     if home is not None:
         local = _read_yaml(home / "config" / NAMESPACES_FILE, missing_ok=True)
         defaults = _deep_merge(defaults, local.get("defaults") or {})
         for name, values in (local.get("namespaces") or {}).items():
             overrides[name] = _deep_merge(overrides.get(name, {}), values or {})
+        tenants = _deep_merge(tenants, local.get("tenants") or {})
     settings = Settings(
         models={m.name: m for m in map(_model_spec, models_doc.get("models") or [])},
         embedding_models={e.name: e for e in map(_embedding_spec, models_doc.get("embedding_models") or [])},
         namespace_defaults=defaults,
         namespace_overrides=overrides,
+        tenant_overrides=tenants,
     )
-    for name in [None, *overrides]:
-        settings.namespace(name or "(defaults)")  # fail now on a malformed namespace
+    # Fail now, naming the entry, rather than in the middle of a run.
+    for name in ["(defaults)", *overrides]:
+        settings.namespace(name)
+    for tenant, namespaces in tenants.items():
+        for name in namespaces:
+            settings.namespace(name, tenant)
     return settings
 
 
-def write_namespace_override(home: Path, namespace: str, values: dict[str, Any]) -> Path:
-    """Merge `values` into the namespace's overrides under `home` (never a tracked file)."""
+def write_namespace_override(
+    home: Path, namespace: str, values: dict[str, Any], tenant: str | None = None
+) -> Path:
+    """Merge `values` into the namespace's overrides under `home` (never a tracked file);
+    with `tenant`, into that tenant's own settings for the namespace."""
     path = home / "config" / NAMESPACES_FILE
     document = _read_yaml(path, missing_ok=True)
-    namespaces = document.setdefault("namespaces", {})
+    if tenant is None:
+        namespaces = document.setdefault("namespaces", {})
+    else:
+        namespaces = document.setdefault("tenants", {}).setdefault(tenant, {})
     namespaces[namespace] = _deep_merge(namespaces.get(namespace) or {}, values)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(document, sort_keys=True))
@@ -190,6 +209,11 @@ def _namespace_settings(name: str, values: dict[str, Any]) -> NamespaceSettings:
     threshold = float(semantic.get("threshold", 0.92))
     if not 0.0 < threshold <= 1.0:
         raise ConfigError(f"namespace {name!r}: semantic.threshold {threshold} is not in (0, 1]")
+    verify_threshold = float(semantic.get("verify_threshold", 0.5))
+    if not 0.0 <= verify_threshold <= 1.0:
+        raise ConfigError(
+            f"namespace {name!r}: semantic.verify_threshold {verify_threshold} is not in [0, 1]"
+        )
     eviction = values.get("eviction", "lru")
     if eviction not in EVICTION_POLICIES:
         raise ConfigError(
@@ -205,6 +229,8 @@ def _namespace_settings(name: str, values: dict[str, Any]) -> NamespaceSettings:
             enabled=bool(semantic.get("enabled", True)),
             threshold=threshold,
             embedding_model=str(semantic.get("embedding_model", "all-MiniLM-L6-v2")),
+            verify=bool(semantic.get("verify", True)),
+            verify_threshold=verify_threshold,
         ),
         labels=tuple(values.get("labels") or ()),
         max_entries=capacity.get("max_entries"),

@@ -157,13 +157,13 @@ def committed_live_keys(
 ) -> pl.DataFrame:
     """Entries among `keys` that are committed, unexpired and visible: a vector found in
     the semantic index is served only if its entry is here. Returns key, canonical_request,
-    answer_json, tenant."""
+    input_text, answer_json, tenant."""
     frame = pl.DataFrame({"key": keys}, schema={"key": pl.Binary}).unique()
     con.register("candidate_keys", frame)
     try:
         return con.sql(
             """
-            SELECT e.key, e.canonical_request, e.answer_json, e.tenant
+            SELECT e.key, e.canonical_request, e.input_text, e.answer_json, e.tenant
             FROM cache_entries e
             WHERE e.key IN (SELECT key FROM candidate_keys) AND e.expires_at > ?
               AND (?::VARCHAR IS NULL OR e.source_partition IS NULL OR e.source_partition < ?)

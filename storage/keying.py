@@ -14,16 +14,7 @@ from storage.keys import (
     canonical_request,
     semantic_scope,
 )
-
-KEYED_COLUMNS = (
-    "model_version",
-    "key",
-    "canonical_request",
-    "semantic_scope",
-    "embedding_model",
-    "semantic_enabled",
-    "semantic_threshold",
-)
+from storage.languages import coverage_gap
 
 
 def effective_params(params: dict, backend: str, labels: tuple[str, ...]) -> dict:
@@ -39,7 +30,14 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
     rows = []
     for row in accepted.iter_rows(named=True):
         spec = settings.model(row["model"])
-        namespace = settings.namespace(row["namespace"])
+        namespace = settings.namespace(row["namespace"], row["tenant"])
+        embedder = settings.embedding_model(namespace.semantic.embedding_model)
+        # Semantic reuse switches itself off for text its embedding model does not cover.
+        skip_reason = (
+            coverage_gap(row["input"], embedder.name, embedder.languages)
+            if namespace.semantic.enabled
+            else "semantic reuse is off for this namespace"
+        )
         params = effective_params(json.loads(row["params_json"]), spec.backend, namespace.labels)
         identity = RequestIdentity(
             tenant=row["tenant"],
@@ -60,8 +58,11 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
                 "canonical_request": canonical,
                 "semantic_scope": semantic_scope(identity, namespace.semantic.embedding_model),
                 "embedding_model": namespace.semantic.embedding_model,
-                "semantic_enabled": namespace.semantic.enabled,
+                "semantic_enabled": skip_reason is None,
                 "semantic_threshold": namespace.semantic.threshold,
+                "semantic_verify": namespace.semantic.verify,
+                "semantic_verify_threshold": namespace.semantic.verify_threshold,
+                "semantic_skip_reason": skip_reason,
             }
         )
     schema = {
@@ -73,5 +74,8 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
         "embedding_model": pl.String,
         "semantic_enabled": pl.Boolean,
         "semantic_threshold": pl.Float64,
+        "semantic_verify": pl.Boolean,
+        "semantic_verify_threshold": pl.Float64,
+        "semantic_skip_reason": pl.String,
     }
     return pl.DataFrame(rows, schema=schema, orient="row")

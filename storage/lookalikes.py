@@ -53,11 +53,20 @@ def resolve_lookalikes(
     verify: Verify | None,
     verify_thresholds: Sequence[float],
     externals: Sequence[Sequence[External]] | None = None,
+    fold_within: bool = True,
 ) -> list[Resolution]:
-    """Resolve each row (all rows share one scope); `verify` None means no verification."""
+    """Resolve each row; `verify` None means no verification.
+
+    With `fold_within`, rows may be answered by earlier rows (they must then share
+    one scope); without it, only by the external candidates given per row.
+    """
     count = len(texts)
     externals = externals or [[] for _ in range(count)]
-    similarities = vectors @ vectors.T if count else np.zeros((0, 0), dtype=np.float32)
+    if fold_within and count:
+        similarities = vectors @ vectors.T
+    else:
+        # No row answers another: an all-minus-one matrix keeps every threshold unmet.
+        similarities = np.full((count, count), -1.0, dtype=np.float32)
     candidates: list[list[int]] = []
     exhaustive: list[bool] = []
     for row in range(count):
@@ -76,13 +85,15 @@ def resolve_lookalikes(
         options += [(e.similarity, None, e) for e in externals[row] if e.similarity >= thresholds[row]]
         if not exhaustive[row]:
             # Too many look-alikes to pre-check: compare with every leader so far.
-            extra = [j for j in leaders if j not in candidates[row] and similarities[row, j] >= thresholds[row]]
+            extra = [
+                j for j in leaders if j not in candidates[row] and similarities[row, j] >= thresholds[row]
+            ]
             options += [(float(similarities[row, j]), j, None) for j in extra]
             if verify is not None and extra:
                 fresh = verify([(texts[row], texts[j]) for j in extra])
                 scores.update({(row, ("row", j)): float(s) for j, s in zip(extra, fresh, strict=True)})
         chosen = None
-        for similarity, leader, external in sorted(options, key=lambda o: -o[0]):
+        for _, leader, external in sorted(options, key=lambda o: -o[0]):
             if leader is not None and not resolutions[leader].is_leader:
                 continue  # only rows that made their own call (leaders) answer others
             ref = ("row", leader) if leader is not None else ("external", id(external))
@@ -90,14 +101,16 @@ def resolve_lookalikes(
                 chosen = (leader, external)
                 break
         seen = [e.similarity for e in externals[row]]
-        if row:
+        if row and fold_within:
             seen.append(float(similarities[row, :row].max()))
         best_seen = max(seen, default=None)
         if chosen is None:
             leaders.append(row)
             resolutions.append(Resolution(best_similarity=best_seen))
         else:
-            resolutions.append(Resolution(leader_row=chosen[0], external=chosen[1], best_similarity=best_seen))
+            resolutions.append(
+                Resolution(leader_row=chosen[0], external=chosen[1], best_similarity=best_seen)
+            )
     return resolutions
 
 
@@ -117,3 +130,32 @@ def _verified_scores(texts, candidates, externals, thresholds, verify) -> dict:
     if not pairs:
         return {}
     return dict(zip(keys, (float(s) for s in verify(pairs)), strict=True))
+
+
+def fold_lookalike_misses(misses, verify: Verify | None) -> dict[bytes, bytes]:
+    """Map each miss key answered by a look-alike to its leader's key.
+
+    misses (a Polars frame, ordered): key, input, semantic_scope, semantic_threshold,
+    semantic_verify, semantic_verify_threshold, vector (null where semantic reuse is off).
+    Only rows of the same scope (tenant, namespace, model, version, params, prefix,
+    embedding model) can fold together; identical keys are the caller's to fold.
+    """
+    import polars as pl
+
+    candidates = misses.filter(pl.col("vector").is_not_null()).unique(
+        subset="key", keep="first", maintain_order=True
+    )
+    leaders: dict[bytes, bytes] = {}
+    for _, group in candidates.group_by("semantic_scope", maintain_order=True):
+        keys = group["key"].to_list()
+        resolved = resolve_lookalikes(
+            np.asarray(group["vector"].to_list(), dtype=np.float32),
+            group["input"].to_list(),
+            group["semantic_threshold"].to_list(),
+            verify if group["semantic_verify"][0] else None,
+            group["semantic_verify_threshold"].to_list(),
+        )
+        for key, resolution in zip(keys, resolved, strict=True):
+            if resolution.leader_row is not None:
+                leaders[key] = keys[resolution.leader_row]
+    return leaders

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import duckdb
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 TABLES: dict[str, str] = {
     "cache_entries": """
@@ -45,7 +45,10 @@ TABLES: dict[str, str] = {
         semantic_scope VARCHAR NOT NULL,
         embedding_model VARCHAR NOT NULL,
         semantic_enabled BOOLEAN NOT NULL,
-        semantic_threshold DOUBLE NOT NULL
+        semantic_threshold DOUBLE NOT NULL,
+        semantic_verify BOOLEAN,
+        semantic_verify_threshold DOUBLE,
+        semantic_skip_reason VARCHAR
     """,
     "quarantine": """
         partition VARCHAR NOT NULL,
@@ -150,7 +153,25 @@ def migrate(con: duckdb.DuckDBPyConnection) -> None:
         )
     for table, columns in TABLES.items():
         con.execute(f"CREATE TABLE IF NOT EXISTS {table} ({columns})")
+        _add_missing_columns(con, table, columns)
     for view, query in VIEWS.items():
         con.execute(f"CREATE OR REPLACE VIEW {view} AS {query}")
-    if found is None:
+    if found is None or found < SCHEMA_VERSION:
         con.execute("INSERT INTO schema_version VALUES (?)", [SCHEMA_VERSION])
+
+
+def _add_missing_columns(con: duckdb.DuckDBPyConnection, table: str, columns: str) -> None:
+    """Additive migration: columns added to a table's DDL are added to an older file.
+
+    New columns are nullable there (rows written before they existed have no value).
+    """
+    present = {
+        name
+        for (name,) in con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = ?", [table]
+        ).fetchall()
+    }
+    for definition in columns.split(",\n"):
+        name, column_type = definition.split()[:2]
+        if name not in present:
+            con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {column_type}")

@@ -2,9 +2,11 @@
 
 A neighbour is served only if (1) its similarity is at or above the namespace's
 threshold, (2) its entry is committed in the exact store, unexpired and visible,
-and (3) its stored canonical request agrees with the new one on everything but
-the input. (3) re-checks the vector store's prefilter, so tenant isolation does
-not rest on one mechanism.
+(3) its stored canonical request agrees with the new one on everything but the
+input (this re-checks the vector store's prefilter, so tenant isolation does not
+rest on one mechanism), and (4) where verification is on, the pair verifier
+accepts the two inputs as meaning the same. Among the neighbours that pass, the
+most similar is served.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from storage.exact_store import committed_live_keys
+from storage.lookalikes import External, Verify, resolve_lookalikes
 from storage.semantic_index import SemanticIndex
 
 RESULT_SCHEMA = {
@@ -33,49 +36,73 @@ def _context(canonical_request: str) -> list:
     return json.loads(canonical_request)[:-1]
 
 
-def lookup_semantic(
+def cached_candidates(
     con: duckdb.DuckDBPyConnection,
     index: SemanticIndex,
     requests: pl.DataFrame,
     vectors: np.ndarray,
     now: datetime,
     before_partition: str | None = None,
-) -> pl.DataFrame:
-    """requests: request_id, canonical_request, semantic_scope, semantic_threshold, one row
-    per vector. Returns request_id, hit, best_similarity, served_key, answer_json."""
-    if not requests.height:
-        return pl.DataFrame(schema=RESULT_SCHEMA)
+) -> list[list[External]]:
+    """For each request row, the committed, live, same-context entries near it (any similarity).
+
+    External.ref is (key, answer_json).
+    """
     neighbours = index.search(
         requests["semantic_scope"].to_list(), vectors, before_partition=before_partition
     )
     live = committed_live_keys(con, [n.key for n in neighbours], now, before_partition=before_partition)
-    entries = {
-        row["key"]: (_context(row["canonical_request"]), row["answer_json"])
-        for row in live.iter_rows(named=True)
-    }
-    best: dict[int, tuple[float, bytes]] = {}
+    entries = {row["key"]: row for row in live.iter_rows(named=True)}
+    contexts = [_context(c) for c in requests["canonical_request"].to_list()]
+    found: list[list[External]] = [[] for _ in range(requests.height)]
     for neighbour in neighbours:
         entry = entries.get(neighbour.key)
         if entry is None:
             continue  # a vector whose entry is not committed (or expired) is never served
-        canonical = requests["canonical_request"][neighbour.query_row]
-        if entry[0] != _context(canonical):
+        if _context(entry["canonical_request"]) != contexts[neighbour.query_row]:
             continue
-        current = best.get(neighbour.query_row)
-        if current is None or neighbour.similarity > current[0]:
-            best[neighbour.query_row] = (neighbour.similarity, neighbour.key)
-    rows = []
-    thresholds = requests["semantic_threshold"].to_list()
-    for row, request_id in enumerate(requests["request_id"].to_list()):
-        similarity, key = best.get(row, (None, None))
-        hit = similarity is not None and similarity >= thresholds[row]
-        rows.append(
-            {
-                "request_id": request_id,
-                "hit": hit,
-                "best_similarity": similarity,
-                "served_key": key if hit else None,
-                "answer_json": entries[key][1] if hit else None,
-            }
+        found[neighbour.query_row].append(
+            External(entry["input_text"], neighbour.similarity, (entry["key"], entry["answer_json"]))
         )
-    return pl.DataFrame(rows, schema=RESULT_SCHEMA, orient="row")
+    return found
+
+
+def lookup_semantic(
+    con: duckdb.DuckDBPyConnection,
+    index: SemanticIndex,
+    requests: pl.DataFrame,
+    vectors: np.ndarray,
+    now: datetime,
+    verify: Verify | None,
+    before_partition: str | None = None,
+) -> pl.DataFrame:
+    """requests: request_id, input, canonical_request, semantic_scope, semantic_threshold,
+    semantic_verify, semantic_verify_threshold; one row per vector. `verify` scores input
+    pairs; rows with semantic_verify false are not verified.
+    Returns request_id, hit, best_similarity, served_key, answer_json."""
+    if not requests.height:
+        return pl.DataFrame(schema=RESULT_SCHEMA)
+    candidates = cached_candidates(con, index, requests, vectors, now, before_partition)
+    results: dict[int, dict] = {}
+    for verify_on, part in requests.with_row_index("row").group_by("semantic_verify", maintain_order=True):
+        rows = part["row"].to_list()
+        resolved = resolve_lookalikes(
+            vectors[rows],
+            part["input"].to_list(),
+            part["semantic_threshold"].to_list(),
+            verify if verify_on[0] else None,
+            part["semantic_verify_threshold"].to_list(),
+            externals=[candidates[r] for r in rows],
+            fold_within=False,
+        )
+        for row, request_id, resolution in zip(rows, part["request_id"].to_list(), resolved, strict=True):
+            served = resolution.external.ref if resolution.external else (None, None)
+            results[row] = {
+                "request_id": request_id,
+                "hit": resolution.external is not None,
+                "best_similarity": resolution.best_similarity,
+                "served_key": served[0],
+                "answer_json": served[1],
+            }
+    ordered = [results[row] for row in range(requests.height)]
+    return pl.DataFrame(ordered, schema=RESULT_SCHEMA, orient="row")

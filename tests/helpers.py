@@ -22,10 +22,18 @@ def identity(input: str, tenant: str = "acme", **changes) -> RequestIdentity:
     return RequestIdentity(**{**fields, **changes})
 
 
-def request_rows(identities: list[RequestIdentity], threshold: float = 0.9) -> pl.DataFrame:
+def request_rows(
+    identities: list[RequestIdentity],
+    threshold: float = 0.9,
+    verify: bool = False,
+    verify_threshold: float = 0.5,
+) -> pl.DataFrame:
     return pl.DataFrame(
         {
             "request_id": [f"r{i}" for i in range(len(identities))],
+            "input": [x.input for x in identities],
+            "semantic_verify": [verify] * len(identities),
+            "semantic_verify_threshold": [verify_threshold] * len(identities),
             "key": [cache_key(canonical_request(x)) for x in identities],
             "canonical_request": [canonical_request(x) for x in identities],
             "semantic_scope": [semantic_scope(x, EMBEDDER) for x in identities],

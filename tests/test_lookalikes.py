@@ -31,8 +31,9 @@ def test_the_verifier_can_refuse_a_close_pair():
     def refuse_different_text(pairs):
         return np.array([1.0 if a == b else 0.0 for a, b in pairs])
 
-    out = resolve_lookalikes(vectors, ["cancel order", "cancel subscription"], [0.9] * 2,
-                             refuse_different_text, [0.5] * 2)
+    out = resolve_lookalikes(
+        vectors, ["cancel order", "cancel subscription"], [0.9] * 2, refuse_different_text, [0.5] * 2
+    )
     assert out[1].is_leader
     assert out[1].best_similarity > 0.99
 

@@ -33,10 +33,10 @@ def _store(con, index, cache, minilm, identities, now, ttl_seconds=3600, commit=
     index.add(rows, vectors, partition=None)
 
 
-def _lookup(con, index, cache, minilm, identities, now, threshold=0.7):
-    rows = request_rows(identities, threshold=threshold)
+def _lookup(con, index, cache, minilm, identities, now, threshold=0.7, verify=None):
+    rows = request_rows(identities, threshold=threshold, verify=verify is not None)
     vectors, _ = cache.embed([x.input for x in identities], minilm)
-    return lookup_semantic(con, index, rows, vectors, now)
+    return lookup_semantic(con, index, rows, vectors, now, verify=verify)
 
 
 def test_paraphrase_is_served_from_the_same_scope(stores, minilm, now):

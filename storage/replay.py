@@ -1,0 +1,209 @@
+"""Replaying a labelled workload through the cache's own look-up path, to measure it.
+
+Rows are {"text", "group"}; rows of one group have the same right answer. Each row
+is looked up (exact, then semantic with verification) against everything the rows
+before it inserted, and inserted on a miss, exactly as a one-by-one replay would;
+the work is done in blocks (one exact join, one embedding call, one batched vector
+search and one verifier call per block) with the sequential order kept by
+resolve_lookalikes.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from storage.config import NamespaceSettings
+from storage.embedding_cache import EmbeddingCache
+from storage.exact_store import lookup_exact, open_store, write_entries
+from storage.keys import RequestIdentity, cache_key, canonical_request, semantic_scope
+from storage.lookalikes import Verify, resolve_lookalikes
+from storage.semantic_index import SemanticIndex
+from storage.semantic_lookup import cached_candidates
+
+REPLAY_MODEL = "evaluation-replay"
+BLOCK_SIZE = 256
+
+
+@dataclass(frozen=True)
+class ReplayStores:
+    duckdb_path: Path
+    lance_folder: Path
+
+
+def replay_workload(
+    rows: list[dict],
+    namespace: NamespaceSettings,
+    stores: ReplayStores,
+    embed: Callable[[list[str]], np.ndarray],
+    dimension: int,
+    verify: Verify | None,
+    tenant: str = "evaluation",
+    block_size: int = BLOCK_SIZE,
+) -> dict:
+    """Counts of the replay; see `evaluate` in the README for each figure."""
+    started = time.perf_counter()
+    semantic = namespace.semantic
+    embedding_cache = EmbeddingCache(stores.lance_folder, semantic.embedding_model, dimension)
+    index = SemanticIndex(stores.lance_folder, semantic.embedding_model, dimension)
+    counts = {"exact_hits": 0, "semantic_hits": 0, "right_semantic_hits": 0, "recall_denominator": 0}
+    groups_with_entry: set[str] = set()
+    with open_store(stores.duckdb_path) as con:
+        for start in range(0, len(rows), block_size):
+            block = rows[start : start + block_size]
+            _replay_block(
+                con,
+                index,
+                embedding_cache,
+                block,
+                start,
+                namespace,
+                embed,
+                verify,
+                tenant,
+                counts,
+                groups_with_entry,
+            )
+    seconds = time.perf_counter() - started
+    requests = len(rows)
+    semantic_hits = counts["semantic_hits"]
+    wrong = semantic_hits - counts["right_semantic_hits"]
+    return {
+        "requests": requests,
+        "exact_hits": counts["exact_hits"],
+        "semantic_hits": semantic_hits,
+        "right_semantic_hits": counts["right_semantic_hits"],
+        "wrong_hits": wrong,
+        "precision": _ratio(counts["right_semantic_hits"], semantic_hits),
+        "recall": _ratio(counts["right_semantic_hits"], counts["recall_denominator"]),
+        "recall_denominator": counts["recall_denominator"],
+        "wrong_per_1000": _ratio(1000 * wrong, requests),
+        "lookups_per_s": _ratio(requests, seconds),
+        "seconds": seconds,
+    }
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def _identity(namespace: str, tenant: str, text: str) -> RequestIdentity:
+    return RequestIdentity(tenant, namespace, REPLAY_MODEL, "1", {}, "", text)
+
+
+def _replay_block(
+    con, index, embedding_cache, block, offset, namespace, embed, verify, tenant, counts, groups_with_entry
+) -> None:
+    semantic = namespace.semantic
+    identities = [_identity(namespace.name, tenant, row["text"]) for row in block]
+    canonical = [canonical_request(x) for x in identities]
+    keys = [cache_key(c) for c in canonical]
+    requests = pl.DataFrame(
+        {
+            "request_id": [f"{offset + i:09d}" for i in range(len(block))],
+            "key": keys,
+            "canonical_request": canonical,
+            "semantic_scope": [semantic_scope(x, semantic.embedding_model) for x in identities],
+            "input": [row["text"] for row in block],
+        },
+        schema_overrides={"key": pl.Binary},
+    )
+    now = datetime.now(UTC).replace(tzinfo=None)
+    stored = lookup_exact(con, requests, now)
+    stored_answer = dict(zip(stored["request_id"], stored["answer_json"], strict=True))
+
+    # Each distinct key is resolved once, at its first row; later copies follow it.
+    first_row: dict[bytes, int] = {}
+    for i, key in enumerate(keys):
+        first_row.setdefault(key, i)
+    unique_rows = [
+        i
+        for i in range(len(block))
+        if first_row[keys[i]] == i and not stored_answer[requests["request_id"][i]]
+    ]
+    resolutions = {}
+    if unique_rows and semantic.enabled:
+        texts = [block[i]["text"] for i in unique_rows]
+        vectors, _ = embedding_cache.embed(texts, embed)
+        externals = cached_candidates(con, index, requests[unique_rows], vectors, now)
+        resolved = resolve_lookalikes(
+            vectors,
+            texts,
+            [semantic.threshold] * len(texts),
+            verify if semantic.verify else None,
+            [semantic.verify_threshold] * len(texts),
+            externals=externals,
+        )
+        resolutions = dict(zip(unique_rows, resolved, strict=True))
+    else:
+        vectors = np.zeros((len(unique_rows), embedding_cache.dimension), dtype=np.float32)
+
+    inserted: list[int] = []
+    for i, row in enumerate(block):
+        request_id = requests["request_id"][i]
+        if stored_answer[request_id]:
+            counts["exact_hits"] += 1
+            continue
+        first = first_row[keys[i]]
+        resolution = resolutions.get(first)
+        if first < i and (resolution is None or resolution.is_leader):
+            counts["exact_hits"] += 1  # the same text was inserted by an earlier row of the block
+            continue
+        if row["group"] in groups_with_entry:
+            counts["recall_denominator"] += 1
+        if resolution is not None and not resolution.is_leader:
+            counts["semantic_hits"] += 1
+            if resolution.external is not None:
+                served_group = json.loads(resolution.external.ref[1])["group"]
+            else:
+                served_group = block[unique_rows[resolution.leader_row]]["group"]
+            counts["right_semantic_hits"] += served_group == row["group"]
+            continue
+        inserted.append(i)
+        groups_with_entry.add(row["group"])
+
+    if inserted:
+        entries = pl.DataFrame(
+            {
+                "key": [keys[i] for i in inserted],
+                "tenant": tenant,
+                "namespace": namespace.name,
+                "model": REPLAY_MODEL,
+                "model_version": "1",
+                "canonical_request": [canonical[i] for i in inserted],
+                "input_text": [block[i]["text"] for i in inserted],
+                "answer_json": [json.dumps({"group": block[i]["group"]}) for i in inserted],
+                "created_at": now,
+                "expires_at": datetime(9999, 1, 1),
+                "last_hit_at": None,
+                "hit_count": 0,
+                "size_bytes": [len(canonical[i]) for i in inserted],
+                "device_seconds": 0.0,
+                "source_partition": None,
+            },
+            schema_overrides={
+                "key": pl.Binary,
+                "last_hit_at": pl.Datetime("us"),
+                "source_partition": pl.String,
+            },
+        )
+        write_entries(con, entries, partition=None)
+        if semantic.enabled:
+            position = {row: n for n, row in enumerate(unique_rows)}
+            index.add(
+                requests[inserted].with_columns(
+                    tenant=pl.lit(tenant),
+                    namespace=pl.lit(namespace.name),
+                    model=pl.lit(REPLAY_MODEL),
+                    model_version=pl.lit("1"),
+                ),
+                vectors[[position[i] for i in inserted]],
+                partition=None,
+            )

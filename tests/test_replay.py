@@ -1,0 +1,63 @@
+"""`evaluate`'s replay: block processing must give the counts of a one-by-one replay."""
+
+import numpy as np
+import pytest
+
+from storage.config import load_settings
+from storage.replay import ReplayStores, replay_workload
+
+pytestmark = pytest.mark.slow
+
+WORKLOAD = [
+    {"text": "How do I reset my password?", "group": "reset"},
+    {"text": "How can I reset my password?", "group": "reset"},
+    {"text": "How do I reset my password?", "group": "reset"},
+    {"text": "How do I cancel my order?", "group": "cancel-order"},
+    {"text": "How do I cancel my subscription?", "group": "cancel-subscription"},
+    {"text": "How can I cancel my order?", "group": "cancel-order"},
+    {"text": "What are your opening hours?", "group": "hours"},
+    {"text": "When are you open?", "group": "hours"},
+    {"text": "How do I cancel my subscription?", "group": "cancel-subscription"},
+    {"text": "how can i reset my password", "group": "reset"},
+]
+
+
+def _replay(tmp_path, minilm, block_size, verify=None, threshold=0.8):
+    settings = load_settings(home=tmp_path)
+    namespace = settings.namespace("default")
+    namespace = type(namespace)(**{**vars(namespace), "semantic": type(namespace.semantic)(
+        **{**vars(namespace.semantic), "threshold": threshold, "verify": verify is not None}
+    )})
+    stores = ReplayStores(tmp_path / f"b{block_size}" / "c.duckdb", tmp_path / f"b{block_size}" / "lance")
+    return replay_workload(WORKLOAD, namespace, stores, minilm, minilm.dimension, verify, block_size=block_size)
+
+
+def _counts(report):
+    keep = ("exact_hits", "semantic_hits", "right_semantic_hits", "wrong_hits", "recall_denominator")
+    return {k: report[k] for k in keep}
+
+
+def test_blocks_give_the_counts_of_a_one_by_one_replay(tmp_path, minilm):
+    one_by_one = _replay(tmp_path, minilm, block_size=1)
+    assert one_by_one["exact_hits"] == 2  # rows 3 and 9 repeat earlier texts exactly
+    assert one_by_one["requests"] == len(WORKLOAD)
+    for block_size in (3, 256):
+        assert _counts(_replay(tmp_path, minilm, block_size)) == _counts(one_by_one)
+
+
+def test_a_verifier_that_refuses_everything_leaves_only_exact_hits(tmp_path, minilm):
+    def refuse(pairs):
+        return np.zeros(len(pairs), dtype=np.float32)
+
+    for block_size in (1, 256):
+        report = _replay(tmp_path, minilm, block_size, verify=refuse)
+        assert report["semantic_hits"] == 0 and report["precision"] is None
+        assert report["exact_hits"] == 2
+
+
+def test_low_threshold_without_verification_serves_wrong_answers(tmp_path, minilm):
+    report = _replay(tmp_path, minilm, 256, threshold=0.7)
+    # "cancel my subscription" (cosine 0.71 to "cancel my order") is served the order answer.
+    assert report["wrong_hits"] >= 1
+    assert report["precision"] < 1.0
+    assert report["wrong_per_1000"] == pytest.approx(1000 * report["wrong_hits"] / len(WORKLOAD))
