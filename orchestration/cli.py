@@ -71,6 +71,51 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _calibrate(args: argparse.Namespace) -> int:
+    from orchestration.evaluation import calibrate
+    from storage.config import load_settings
+    from storage.locations import StoreLocations
+
+    home = _prepare_environment()
+    report = calibrate(
+        load_settings(home=home),
+        home,
+        args.pairs,
+        args.tenant,
+        args.namespace,
+        args.max_wrong_rate,
+        args.limit,
+        StoreLocations(home).lance_folder,
+    )
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        chosen = report["chosen"]
+        print(
+            f"{report['pairs']} pairs ({report['duplicates']} duplicates), "
+            f"{report['embedded_now']} texts embedded now"
+        )
+        print(f"{'threshold':>9} {'verify':>6} {'served':>7} {'precision':>9} {'recall':>7}")
+        for point in report["curve_chosen"]:
+            print(
+                f"{point['threshold']:>9.2f} {str(point['verify_threshold']):>6} {point['served']:>7} "
+                f"{_fmt(point['precision']):>9} {_fmt(point['recall']):>7}"
+            )
+        if chosen is None:
+            print("no setting met the target: semantic reuse switched off for this namespace")
+        else:
+            print(
+                f"chose threshold {chosen['threshold']} verify {chosen['verify_threshold']}: "
+                f"precision {_fmt(chosen['precision'])} recall {_fmt(chosen['recall'])}"
+            )
+        print(f"written to {report['written_to']}")
+    return 0
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 def _ui(args: argparse.Namespace) -> int:
     _prepare_environment()
     # Started from make, dagster dev would ignore Ctrl-C; restore the default handler.
@@ -109,6 +154,16 @@ def main(argv: list[str] | None = None) -> int:
     evaluate.add_argument("--model", default=None, help="embedding model (from models.yaml)")
     evaluate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     evaluate.set_defaults(handler=_evaluate)
+    calibrate = commands.add_parser(
+        "calibrate", help="choose a namespace's semantic thresholds from labelled pairs"
+    )
+    calibrate.add_argument("--pairs", type=Path, required=True, help='JSONL rows {"a", "b", "duplicate"}')
+    calibrate.add_argument("--tenant", required=True)
+    calibrate.add_argument("--namespace", required=True)
+    calibrate.add_argument("--max-wrong-rate", type=float, default=0.01)
+    calibrate.add_argument("--limit", type=int, default=None, help="use the first K pairs")
+    calibrate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    calibrate.set_defaults(handler=_calibrate)
     ui = commands.add_parser("ui", help="start the Dagster UI over the same stores")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)

@@ -7,7 +7,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from inference.embedder import SentenceEmbedder
+from inference.embedder import load_embedder
 from inference.pair_verifier import SHIPPED_MODEL, VERIFIER_BASE_MODEL, load_verifier
 from storage.config import NamespaceSettings, Settings
 from storage.replay import ReplayStores, replay_workload
@@ -61,7 +61,8 @@ def evaluate(
     tenant: str = "evaluation",
 ) -> dict:
     rows = read_workload(workload)
-    embedder = SentenceEmbedder(settings.embedding_model(namespace.semantic.embedding_model).model_folder())
+    spec = settings.embedding_model(namespace.semantic.embedding_model)
+    embedder = load_embedder(spec.engine, spec.model_folder)
     verify = verifier_for(settings) if namespace.semantic.enabled and namespace.semantic.verify else None
     with tempfile.TemporaryDirectory(prefix="infercache-evaluate-") as scratch:
         folder = store or Path(scratch)
@@ -79,3 +80,92 @@ def evaluate(
         "workload": str(workload),
     }
     return report
+
+
+def calibrate(
+    settings: Settings,
+    home: Path,
+    pairs_path: Path,
+    tenant: str,
+    namespace: str,
+    max_wrong_rate: float,
+    limit: int | None,
+    lance_folder: Path,
+) -> dict:
+    """Pick and write the namespace's semantic settings; returns the choice and its curves."""
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from inference.pair_data import read_pairs
+    from storage.calibration import choose, curve, minimum_served, operating_points
+    from storage.config import write_namespace_override
+    from storage.embedding_cache import EmbeddingCache
+
+    if not 0 < max_wrong_rate < 1:
+        raise ValueError(f"--max-wrong-rate must be between 0 and 1, got {max_wrong_rate}")
+    current = settings.namespace(namespace, tenant)
+    model = current.semantic.embedding_model
+    spec = settings.embedding_model(model)
+    embedder = load_embedder(spec.engine, spec.model_folder)
+    pairs = read_pairs(pairs_path, limit=limit)
+    if not pairs:
+        raise ValueError(f"{pairs_path} holds no pairs")
+    texts = list(dict.fromkeys([p["a"] for p in pairs] + [p["b"] for p in pairs]))
+    cache = EmbeddingCache(lance_folder, model, embedder.dimension)
+    matrix, embedded_now = cache.embed(texts, embedder)
+    position = {text: i for i, text in enumerate(texts)}
+    a = matrix[[position[p["a"]] for p in pairs]]
+    b = matrix[[position[p["b"]] for p in pairs]]
+    cosine = np.einsum("ij,ij->i", a, b)
+    duplicate = np.array([p["duplicate"] for p in pairs])
+    verify = verifier_for(settings)
+    # The verifier only matters where some grid threshold could serve the pair.
+    scored = cosine >= min(COSINE_FLOOR, current.semantic.threshold)
+    scores = np.zeros(len(pairs), dtype=np.float32)
+    scores[scored] = verify([(p["a"], p["b"]) for p, s in zip(pairs, scored, strict=True) if s])
+    points = operating_points(cosine, scores, duplicate)
+    chosen = choose(points, max_wrong_rate)
+    plain = choose([p for p in points if p.verify_threshold is None], max_wrong_rate)
+    record = {
+        "pairs": str(pairs_path),
+        "pairs_used": len(pairs),
+        "max_wrong_rate": max_wrong_rate,
+        "calibrated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    if chosen is None:
+        values = {
+            "semantic": {"enabled": False},
+            "calibration": {**record, "result": "no setting met the target"},
+        }
+    else:
+        values = {
+            "semantic": {
+                "enabled": True,
+                "threshold": chosen.threshold,
+                "verify": chosen.verify_threshold is not None,
+                "verify_threshold": chosen.verify_threshold or 0.0,
+            },
+            "calibration": {**record, "precision": chosen.precision, "recall": chosen.recall},
+        }
+    written = write_namespace_override(home, namespace, values, tenant=tenant)
+    return {
+        "tenant": tenant,
+        "namespace": namespace,
+        "pairs": len(pairs),
+        "duplicates": int(duplicate.sum()),
+        "texts": len(texts),
+        "embedded_now": embedded_now,
+        "max_wrong_rate": max_wrong_rate,
+        "minimum_served": minimum_served(max_wrong_rate),
+        "chosen": None if chosen is None else {**chosen.__dict__, "wrong_rate": chosen.wrong_rate},
+        "semantic_enabled": chosen is not None,
+        "best_plain_cosine": None if plain is None else {**plain.__dict__, "wrong_rate": plain.wrong_rate},
+        "written_to": str(written),
+        "curve_chosen": curve(points, None if chosen is None else chosen.verify_threshold),
+        "curve_plain_cosine": curve(points, None),
+    }
+
+
+# Pairs below every grid threshold are never served: the verifier need not read them.
+COSINE_FLOOR = 0.5

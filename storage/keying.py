@@ -33,11 +33,13 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
         namespace = settings.namespace(row["namespace"], row["tenant"])
         embedder = settings.embedding_model(namespace.semantic.embedding_model)
         # Semantic reuse switches itself off for text its embedding model does not cover.
-        skip_reason = (
-            coverage_gap(row["input"], embedder.name, embedder.languages)
-            if namespace.semantic.enabled
-            else "semantic reuse is off for this namespace"
-        )
+        if not namespace.semantic.enabled:
+            skip_reason = "semantic reuse is off for this namespace"
+        else:
+            skip_reason = coverage_gap(row["input"], embedder.name, embedder.languages)
+            if skip_reason is None and namespace.semantic.verify:
+                # An answer is reused only after verification, and the verifier must read the text.
+                skip_reason = coverage_gap(row["input"], "the pair verifier", settings.verifier_languages)
         params = effective_params(json.loads(row["params_json"]), spec.backend, namespace.labels)
         identity = RequestIdentity(
             tenant=row["tenant"],

@@ -6,6 +6,7 @@ found committed and unexpired in the exact store and its request matches.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,8 @@ import pyarrow as pa
 from storage.lance_tables import literal, open_table, table_name, vector_field
 
 CANDIDATES_PER_QUERY = 4
+# In-process copies of scope matrices, dropped whenever the table changes.
+SCOPE_CACHE_BYTES = 512 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class SemanticIndex:
         self._table = open_table(
             lancedb.connect(str(folder)), table_name("semantic", embedding_model), schema
         )
+        self._scope_cache: OrderedDict[tuple, tuple[list[bytes], np.ndarray]] = OrderedDict()
 
     def add(self, rows: pl.DataFrame, vectors: np.ndarray, partition: str | None) -> None:
         """Add vectors for committed entries (key, semantic_scope, tenant, namespace, model,
@@ -69,45 +73,73 @@ class SemanticIndex:
         scopes: list[str],
         vectors: np.ndarray,
         before_partition: str | None = None,
-        exclude_keys: list[bytes] | None = None,
         limit: int = CANDIDATES_PER_QUERY,
     ) -> list[Neighbour]:
         """Nearest cached vectors for each query row, searching only its own scope.
 
-        Queries sharing a scope go in one batched search.
+        Exact search, one matrix product per scope: the hard prefilter splits the
+        vectors into scopes (tenant, namespace, model, version, params, prefix,
+        embedding model), each far smaller than the table, so comparing a whole
+        partition's queries with their scope at once beats any per-query search.
         """
-        neighbours: list[Neighbour] = []
-        by_scope: dict[str, list[int]] = {}
+        rows_by_scope: dict[str, list[int]] = {}
         for row, scope in enumerate(scopes):
-            by_scope.setdefault(scope, []).append(row)
-        visibility = ""
-        if before_partition is not None:
-            visibility = f" AND (source_partition IS NULL OR source_partition < {literal(before_partition)})"
-        for scope, rows in by_scope.items():
-            result = (
-                self._table.search([vectors[r].tolist() for r in rows])
-                .distance_type("cosine")
-                .where(f"semantic_scope = {literal(scope)}{visibility}", prefilter=True)
-                .limit(limit)
-                .select(["key", "_distance"])
+            rows_by_scope.setdefault(scope, []).append(row)
+        stored = self.scope_vectors(list(rows_by_scope), before_partition)
+        neighbours: list[Neighbour] = []
+        for scope, rows in rows_by_scope.items():
+            keys, matrix = stored.get(scope, ([], None))
+            if matrix is None or not len(keys):
+                continue
+            similarities = vectors[rows] @ matrix.T
+            k = min(limit, len(keys))
+            top = np.argpartition(-similarities, k - 1, axis=1)[:, :k]
+            for query, row in enumerate(rows):
+                for column in top[query]:
+                    neighbours.append(Neighbour(row, keys[column], float(similarities[query, column])))
+        return neighbours
+
+    def scope_vectors(
+        self, scopes: list[str], before_partition: str | None = None
+    ) -> dict[str, tuple[list[bytes], np.ndarray]]:
+        """Keys and vectors of each scope, read in one filtered scan (cached per table version)."""
+        version = self._table.version
+        wanted = [s for s in scopes if (version, s, before_partition) not in self._scope_cache]
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            condition = f"semantic_scope IN ({','.join(literal(s) for s in chunk)})"
+            if before_partition is not None:
+                condition += (
+                    f" AND (source_partition IS NULL OR source_partition < {literal(before_partition)})"
+                )
+            table = (
+                self._table.search()
+                .where(condition)
+                .select(["key", "semantic_scope", "vector"])
+                .limit(None)
                 .to_arrow()
             )
-            if result.num_rows == 0:
-                continue
-            # A single query comes back without query_index.
-            query_index = (
-                result["query_index"].to_pylist()
-                if "query_index" in result.column_names
-                else [0] * result.num_rows
-            )
-            for qi, key, distance in zip(
-                query_index,
-                result["key"].to_pylist(),
-                result["_distance"].to_pylist(),
-                strict=True,
-            ):
-                neighbours.append(Neighbour(rows[qi], key, 1.0 - float(distance)))
-        return neighbours
+            flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
+            matrix = flat.reshape(-1, self.dimension).astype(np.float32, copy=False)
+            found_scopes = np.asarray(table["semantic_scope"].to_pylist(), dtype=object)
+            keys = table["key"].to_pylist()
+            for scope in chunk:
+                mask = found_scopes == scope
+                self._scope_cache[(version, scope, before_partition)] = (
+                    [key for key, keep in zip(keys, mask, strict=True) if keep],
+                    matrix[mask],
+                )
+        self._trim_cache(version)
+        return {s: self._scope_cache[(version, s, before_partition)] for s in scopes}
+
+    def _trim_cache(self, version: int) -> None:
+        """Keep only the current table version's matrices, within the byte budget."""
+        for cache_key in [k for k in self._scope_cache if k[0] != version]:
+            del self._scope_cache[cache_key]
+        total = sum(m.nbytes for _, m in self._scope_cache.values())
+        while total > SCOPE_CACHE_BYTES and self._scope_cache:
+            _, (_, matrix) = self._scope_cache.popitem(last=False)
+            total -= matrix.nbytes
 
     def delete_keys(self, keys: list[bytes]) -> None:
         """Remove the vectors of deleted entries (they would never be served, but cost space)."""

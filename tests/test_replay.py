@@ -25,11 +25,18 @@ WORKLOAD = [
 def _replay(tmp_path, minilm, block_size, verify=None, threshold=0.8):
     settings = load_settings(home=tmp_path)
     namespace = settings.namespace("default")
-    namespace = type(namespace)(**{**vars(namespace), "semantic": type(namespace.semantic)(
-        **{**vars(namespace.semantic), "threshold": threshold, "verify": verify is not None}
-    )})
+    namespace = type(namespace)(
+        **{
+            **vars(namespace),
+            "semantic": type(namespace.semantic)(
+                **{**vars(namespace.semantic), "threshold": threshold, "verify": verify is not None}
+            ),
+        }
+    )
     stores = ReplayStores(tmp_path / f"b{block_size}" / "c.duckdb", tmp_path / f"b{block_size}" / "lance")
-    return replay_workload(WORKLOAD, namespace, stores, minilm, minilm.dimension, verify, block_size=block_size)
+    return replay_workload(
+        WORKLOAD, namespace, stores, minilm, minilm.dimension, verify, block_size=block_size
+    )
 
 
 def _counts(report):

@@ -1,0 +1,129 @@
+"""Semantic-cache quality: `python -m benchmarks verifier --json`.
+
+1. Held-out QQP (questions never seen in training, see inference/pair_data.py):
+   plain MiniLM cosine at 0.8 and 0.9, and the verifier at the recall cosine@0.8
+   reaches: the most precise (threshold, verify threshold) with at least that recall.
+2. The adversarial workload (benchmarks/data/adversarial_workload.jsonl, paraphrases
+   mixed with near-miss wordings), replayed through the look-up path like
+   `infercache evaluate`: plain cosine at 0.8 and 0.9, and the shipped defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.common import QQP, REPO, embed_through_cache, quiet_environment
+
+WORKLOAD = REPO / "benchmarks" / "data" / "adversarial_workload.jsonl"
+
+
+def _pair_metrics(served: np.ndarray, duplicate: np.ndarray) -> dict:
+    count, right = int(served.sum()), int((served & duplicate).sum())
+    return {
+        "served": count,
+        "precision": right / count if count else None,
+        "recall": right / int(duplicate.sum()),
+    }
+
+
+def qqp_heldout(limit: int | None, verify) -> dict:
+    from inference.pair_data import read_pairs, split_by_question
+    from storage.calibration import operating_points
+
+    _, heldout = split_by_question(read_pairs(QQP))
+    pairs = heldout[:limit] if limit else heldout
+    texts = list(dict.fromkeys([p["a"] for p in pairs] + [p["b"] for p in pairs]))
+    matrix, _ = embed_through_cache(texts)
+    position = {t: i for i, t in enumerate(texts)}
+    a = matrix[[position[p["a"]] for p in pairs]]
+    b = matrix[[position[p["b"]] for p in pairs]]
+    cosine = np.einsum("ij,ij->i", a, b)
+    duplicate = np.array([p["duplicate"] for p in pairs])
+    scores = np.zeros(len(pairs), dtype=np.float32)
+    candidates = cosine >= 0.5
+    scores[candidates] = verify([(p["a"], p["b"]) for p, c in zip(pairs, candidates, strict=True) if c])
+    plain_08 = _pair_metrics(cosine >= 0.8, duplicate)
+    plain_09 = _pair_metrics(cosine >= 0.9, duplicate)
+    verified = [
+        p
+        for p in operating_points(cosine, scores, duplicate)
+        if p.verify_threshold is not None and p.recall is not None and p.recall >= plain_08["recall"]
+    ]
+    best = max(verified, key=lambda p: (p.precision or 0.0, p.recall or 0.0), default=None)
+    return {
+        "pairs": len(pairs),
+        "duplicates": int(duplicate.sum()),
+        "plain_cosine_0.8": plain_08,
+        "plain_cosine_0.9": plain_09,
+        "verified_at_recall_of_cosine_0.8": None
+        if best is None
+        else {
+            "threshold": best.threshold,
+            "verify_threshold": best.verify_threshold,
+            "served": best.served,
+            "precision": best.precision,
+            "recall": best.recall,
+        },
+    }
+
+
+def adversarial_replay(settings) -> dict:
+    from orchestration.evaluation import effective_namespace, evaluate
+
+    runs = {
+        "plain_cosine_0.8": {"threshold": 0.8, "verify": False},
+        "plain_cosine_0.9": {"threshold": 0.9, "verify": False},
+        "defaults_with_verifier": {},
+    }
+    out = {}
+    for name, overrides in runs.items():
+        namespace = effective_namespace(settings, "default", None, **overrides)
+        report = evaluate(settings, WORKLOAD, namespace, store=None)
+        out[name] = {
+            k: report[k]
+            for k in (
+                "requests",
+                "semantic_hits",
+                "wrong_hits",
+                "precision",
+                "recall",
+                "wrong_per_1000",
+                "lookups_per_s",
+            )
+        } | {
+            "threshold": namespace.semantic.threshold,
+            "verify_threshold": namespace.semantic.verify_threshold if namespace.semantic.verify else None,
+        }
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks verifier", description=__doc__)
+    parser.add_argument("--qqp-limit", type=int, default=None, help="use the first K held-out pairs")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    quiet_environment()
+    from inference.pair_verifier import training_record
+    from orchestration.evaluation import verifier_for
+    from storage.config import load_settings
+
+    with tempfile.TemporaryDirectory() as home:
+        settings = load_settings(home=Path(home))
+        verify = verifier_for(settings)
+        report = {
+            "verifier": training_record(),
+            "qqp_heldout": qqp_heldout(args.qqp_limit, verify),
+            "adversarial_workload": adversarial_replay(settings),
+        }
+    print(json.dumps(report, indent=2) if args.json else report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

