@@ -46,13 +46,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--qqp", type=Path, default=DEFAULT_QQP)
     parser.add_argument("--adversarial", type=Path, default=DEFAULT_ADVERSARIAL)
     parser.add_argument("--adversarial-repeats", type=int, default=2)
-    parser.add_argument("--layers", type=int, default=4)
+    parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--max-minutes", type=float, default=None)
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=SHIPPED_MODEL)
+    parser.add_argument("--init", type=Path, default=None, help="continue from a trained verifier folder")
+    parser.add_argument("--skip-examples", type=int, default=0, help="start this far into the shuffled data")
     args = parser.parse_args(argv)
 
     torch.manual_seed(args.seed)
@@ -60,11 +62,10 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     train_qqp, heldout_qqp = split_by_question(read_pairs(args.qqp))
     adversarial = read_pairs(args.adversarial) if args.adversarial.exists() else []
-    examples = train_qqp + adversarial * args.adversarial_repeats
-    rng.shuffle(examples)
+    examples = _length_bucketed(train_qqp + adversarial * args.adversarial_repeats, args.batch, rng)
 
     base = _base_folder()
-    model = build_cross_encoder(base, args.layers)
+    model = PairVerifier.load(base, args.init).model if args.init else build_cross_encoder(base, args.layers)
     model.get_input_embeddings().weight.requires_grad_(False)
     verifier = PairVerifier(model, _tokenizer(base))
     model.train()
@@ -77,7 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     steps_done, running = 0, 0.0
     for step in range(args.steps):
-        batch = [examples[(step * args.batch + i) % len(examples)] for i in range(args.batch)]
+        offset = args.skip_examples + step * args.batch
+        batch = [examples[(offset + i) % len(examples)] for i in range(args.batch)]
         pairs = [tuple(sorted((row["a"], row["b"]))) for row in batch]
         labels = torch.tensor([float(row["duplicate"]) for row in batch])
         loss = loss_fn(verifier.logits(pairs), labels)
@@ -102,6 +104,19 @@ def main(argv: list[str] | None = None) -> int:
         len(adversarial),
     )
     return 0
+
+
+def _length_bucketed(examples: list[dict], batch: int, rng: random.Random) -> list[dict]:
+    """Shuffle, then sort each run of 50 batches by length so a batch pads little; the
+    batches themselves are shuffled again so lengths do not drift through training."""
+    rng.shuffle(examples)
+    window = batch * 50
+    batches = []
+    for start in range(0, len(examples), window):
+        chunk = sorted(examples[start : start + window], key=lambda row: len(row["a"]) + len(row["b"]))
+        batches += [chunk[i : i + batch] for i in range(0, len(chunk), batch)]
+    rng.shuffle(batches)
+    return [row for group in batches for row in group]
 
 
 def _tokenizer(base: Path):
@@ -141,6 +156,11 @@ def _save(
         "split": "QQP split by question (connected components, 20% held out by hash)",
         "command": "python -m inference.train_verifier " + " ".join(sys.argv[1:]),
     }
+    if args.init:
+        # A continued run keeps the record of the stages before it.
+        previous = json.loads((args.init / RECORD_FILE).read_text())
+        record["earlier_stages"] = previous.pop("earlier_stages", []) + [previous]
+        record["total_steps"] = record["steps"] + sum(stage["steps"] for stage in record["earlier_stages"])
     (args.out / RECORD_FILE).write_text(json.dumps(record, indent=2))
 
 

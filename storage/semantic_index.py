@@ -14,10 +14,12 @@ import lancedb
 import numpy as np
 import polars as pl
 import pyarrow as pa
+from lancedb.index import BTree
 
 from storage.lance_tables import literal, open_table, table_name, vector_field
 
 CANDIDATES_PER_QUERY = 4
+SCOPE_INDEX_MIN_ROWS = 10_000
 # In-process copies of scope matrices, dropped whenever the table changes.
 SCOPE_CACHE_BYTES = 512 * 1024 * 1024
 
@@ -67,6 +69,15 @@ class SemanticIndex:
             pa.array(vectors.astype(np.float32).tolist(), type=vector_field(self.dimension).type),
         )
         self._table.add(table.cast(self._table.schema))
+        self._index_scopes()
+
+    def _index_scopes(self) -> None:
+        """A scalar index on the scope once the table is large enough for a scan to show;
+        rows added later are searched unindexed until the next optimize()."""
+        if self._table.count_rows() < SCOPE_INDEX_MIN_ROWS:
+            return
+        if not any("semantic_scope" in index.columns for index in self._table.list_indices()):
+            self._table.create_index("semantic_scope", config=BTree())
 
     def search(
         self,
