@@ -6,6 +6,7 @@ found committed and unexpired in the exact store and its request matches.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,12 +15,17 @@ import lancedb
 import numpy as np
 import polars as pl
 import pyarrow as pa
-from lancedb.index import BTree
+from lancedb.index import BTree, IvfHnswSq
 
 from storage.lance_tables import literal, open_table, table_name, vector_field
 
 CANDIDATES_PER_QUERY = 4
 SCOPE_INDEX_MIN_ROWS = 10_000
+# A scope this large is searched through LanceDB's ANN index instead of exactly:
+# reading and multiplying a scope's whole matrix grows with the scope, ANN does not.
+ANN_MIN_SCOPE_ROWS = 200_000
+# HNSW's default ef is far too small for top-1 recall (0.1 on near duplicates).
+ANN_EF = 200
 # In-process copies of scope matrices, dropped whenever the table changes.
 SCOPE_CACHE_BYTES = 512 * 1024 * 1024
 
@@ -32,9 +38,16 @@ class Neighbour:
 
 
 class SemanticIndex:
-    def __init__(self, folder: Path, embedding_model: str, dimension: int) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        embedding_model: str,
+        dimension: int,
+        ann_min_scope_rows: int = ANN_MIN_SCOPE_ROWS,
+    ) -> None:
         self.embedding_model = embedding_model
         self.dimension = dimension
+        self.ann_min_scope_rows = ann_min_scope_rows
         schema = pa.schema(
             [
                 pa.field("key", pa.binary()),
@@ -69,15 +82,24 @@ class SemanticIndex:
             pa.array(vectors.astype(np.float32).tolist(), type=vector_field(self.dimension).type),
         )
         self._table.add(table.cast(self._table.schema))
-        self._index_scopes()
+        self._maintain_indices()
 
-    def _index_scopes(self) -> None:
-        """A scalar index on the scope once the table is large enough for a scan to show;
-        rows added later are searched unindexed until the next optimize()."""
-        if self._table.count_rows() < SCOPE_INDEX_MIN_ROWS:
-            return
-        if not any("semantic_scope" in index.columns for index in self._table.list_indices()):
+    def _maintain_indices(self) -> None:
+        """Build indices once the table is large enough for them to pay, and refresh them
+        (optimize folds new rows in) when a tenth of the rows is not yet indexed."""
+        rows = self._table.count_rows()
+        indices = {tuple(index.columns): index for index in self._table.list_indices()}
+        if rows >= SCOPE_INDEX_MIN_ROWS and ("semantic_scope",) not in indices:
             self._table.create_index("semantic_scope", config=BTree())
+        if rows >= self.ann_min_scope_rows:
+            vector_index = indices.get(("vector",))
+            if vector_index is None:
+                partitions = max(1, int(math.sqrt(rows) / 4))
+                self._table.create_index(
+                    "vector", config=IvfHnswSq(distance_type="cosine", num_partitions=partitions)
+                )
+            elif vector_index.num_unindexed_rows > rows // 10:
+                self._table.optimize()
 
     def search(
         self,
@@ -92,12 +114,17 @@ class SemanticIndex:
         vectors into scopes (tenant, namespace, model, version, params, prefix,
         embedding model), each far smaller than the table, so comparing a whole
         partition's queries with their scope at once beats any per-query search.
+        A scope of ann_min_scope_rows or more is searched through the ANN index
+        instead, one batched query per scope, under the same prefilter.
         """
         rows_by_scope: dict[str, list[int]] = {}
         for row, scope in enumerate(scopes):
             rows_by_scope.setdefault(scope, []).append(row)
-        stored = self.scope_vectors(list(rows_by_scope), before_partition)
         neighbours: list[Neighbour] = []
+        large = self._large_scopes(list(rows_by_scope))
+        for scope in large:
+            neighbours += self._ann_search(scope, rows_by_scope.pop(scope), vectors, before_partition, limit)
+        stored = self.scope_vectors(list(rows_by_scope), before_partition)
         for scope, rows in rows_by_scope.items():
             keys, matrix = stored.get(scope, ([], None))
             if matrix is None or not len(keys):
@@ -109,6 +136,46 @@ class SemanticIndex:
                 for column in top[query]:
                     neighbours.append(Neighbour(row, keys[column], float(similarities[query, column])))
         return neighbours
+
+    def _large_scopes(self, scopes: list[str]) -> list[str]:
+        """Scopes at or above the ANN size, when the table has a vector index at all."""
+        if self._table.count_rows() < self.ann_min_scope_rows:
+            return []
+        if not any(index.columns == ["vector"] for index in self._table.list_indices()):
+            return []
+        return [
+            scope
+            for scope in scopes
+            if self._table.count_rows(f"semantic_scope = {literal(scope)}") >= self.ann_min_scope_rows
+        ]
+
+    def _ann_search(
+        self, scope: str, rows: list[int], vectors: np.ndarray, before_partition: str | None, limit: int
+    ) -> list[Neighbour]:
+        """One batched ANN query for every query row of a large scope, under the hard prefilter."""
+        condition = f"semantic_scope = {literal(scope)}"
+        if before_partition is not None:
+            condition += f" AND (source_partition IS NULL OR source_partition < {literal(before_partition)})"
+        result = (
+            self._table.search(vectors[rows].tolist())
+            .distance_type("cosine")
+            .where(condition, prefilter=True)
+            .limit(limit)
+            .ef(ANN_EF)
+            .select(["key", "_distance"])
+            .to_arrow()
+        )
+        query_index = (
+            result["query_index"].to_pylist()
+            if "query_index" in result.column_names
+            else [0] * result.num_rows
+        )
+        return [
+            Neighbour(rows[q], key, 1.0 - float(distance))
+            for q, key, distance in zip(
+                query_index, result["key"].to_pylist(), result["_distance"].to_pylist(), strict=True
+            )
+        ]
 
     def scope_vectors(
         self, scopes: list[str], before_partition: str | None = None

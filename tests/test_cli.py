@@ -52,3 +52,77 @@ def test_demo_is_reproducible_when_run_again(demo_twice):
     _, first, second = demo_twice
     keep = ("partition",) + COUNTED_PATHS
     assert [{k: r[k] for k in keep} for r in first] == [{k: r[k] for k in keep} for r in second]
+
+
+def _cli(home: Path, *args: str) -> dict:
+    env = {**os.environ, "INFERCACHE_HOME": str(home)}
+    env.pop("DAGSTER_HOME", None)
+    done = subprocess.run(
+        [sys.executable, "-m", "orchestration.cli", *args, "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout)
+
+
+def test_evaluate_replays_a_workload_and_prints_one_json_document(tmp_path):
+    workload = tmp_path / "w.jsonl"
+    rows = [
+        {"text": "How do I reset my password?", "group": "reset"},
+        {"text": "How can I reset my password?", "group": "reset"},
+        {"text": "How do I reset my password?", "group": "reset"},
+        {"text": "What are your opening hours?", "group": "hours"},
+    ]
+    workload.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    plain = _cli(tmp_path, "evaluate", "--workload", str(workload), "--no-verify", "--threshold", "0.9")
+    assert plain["requests"] == 4 and plain["exact_hits"] == 1
+    assert plain["semantic_hits"] == 1 and plain["precision"] == 1.0
+    assert plain["settings"]["verify"] is False and plain["settings"]["threshold"] == 0.9
+    assert plain["lookups_per_s"] > 0
+
+
+def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path):
+    pairs = tmp_path / "p.jsonl"
+    rows = [
+        {
+            "a": f"How do I reset password number {i}?",
+            "b": f"How can I reset password number {i}?",
+            "duplicate": True,
+        }
+        for i in range(30)
+    ]
+    rows += [
+        {"a": f"What is the fee for plan {i}?", "b": f"How do I open account {i}?", "duplicate": False}
+        for i in range(30)
+    ]
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = (
+        "calibrate",
+        "--pairs",
+        str(pairs),
+        "--tenant",
+        "acme",
+        "--namespace",
+        "faq",
+        "--max-wrong-rate",
+        "0.05",
+    )
+    first = _cli(tmp_path, *args)
+    assert first["pairs"] == 60 and first["embedded_now"] == 120
+    assert first["chosen"] is not None and first["chosen"]["precision"] >= 0.95
+    written = Path(first["written_to"])
+    assert written.is_relative_to(tmp_path)
+    from storage.config import load_settings
+
+    tuned = load_settings(home=tmp_path).namespace("faq", "acme").semantic
+    assert tuned.threshold == first["chosen"]["threshold"]
+    # Only that tenant's namespace changed: another tenant keeps the tracked defaults.
+    assert load_settings(home=tmp_path).namespace("faq", "globex") == load_settings().namespace(
+        "faq", "globex"
+    )
+    second = _cli(tmp_path, *args)
+    assert second["embedded_now"] == 0
