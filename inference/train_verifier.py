@@ -19,6 +19,7 @@ from pathlib import Path
 
 import torch
 
+from inference.pair_augment import perturbed_pairs
 from inference.pair_data import read_pairs, split_by_question
 from inference.pair_verifier import (
     CONFIG_FILE,
@@ -46,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--qqp", type=Path, default=DEFAULT_QQP)
     parser.add_argument("--adversarial", type=Path, default=DEFAULT_ADVERSARIAL)
     parser.add_argument("--adversarial-repeats", type=int, default=2)
+    parser.add_argument(
+        "--perturbed", type=int, default=0, help="near-miss pairs made from training questions (pair_augment)"
+    )
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--steps", type=int, default=2000)
@@ -62,7 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     train_qqp, heldout_qqp = split_by_question(read_pairs(args.qqp))
     adversarial = read_pairs(args.adversarial) if args.adversarial.exists() else []
-    examples = _length_bucketed(train_qqp + adversarial * args.adversarial_repeats, args.batch, rng)
+    questions = sorted({q for pair in train_qqp for q in (pair["a"], pair["b"])})
+    perturbed = perturbed_pairs(questions, args.perturbed, seed=args.seed) if args.perturbed else []
+    examples = _length_bucketed(
+        train_qqp + adversarial * args.adversarial_repeats + perturbed, args.batch, rng
+    )
 
     base = _base_folder()
     model = PairVerifier.load(base, args.init).model if args.init else build_cross_encoder(base, args.layers)
@@ -94,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"step {steps_done}/{args.steps} loss {running:.3f} {minutes:.1f} min", file=sys.stderr)
             if args.max_minutes is not None and minutes >= args.max_minutes:
                 break
+    args.perturbed_made = len(perturbed)
     _save(
         model,
         args,
@@ -153,6 +162,7 @@ def _save(
         "qqp_heldout_pairs_not_trained_on": heldout_pairs,
         "adversarial_pairs": adversarial,
         "adversarial_repeats": args.adversarial_repeats,
+        "perturbed_pairs": getattr(args, "perturbed_made", 0),
         "split": "QQP split by question (connected components, 20% held out by hash)",
         "command": "python -m inference.train_verifier " + " ".join(sys.argv[1:]),
     }

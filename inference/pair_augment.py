@@ -1,0 +1,161 @@
+"""Near-miss pairs made from real questions by one meaning-changing edit.
+
+A verifier trained on paraphrase data alone learns that small wording changes
+are harmless; these pairs teach the opposite where the change matters: an
+antonym, a negation, a swapped direction, another entity, an added qualifier.
+Each edit keeps the rest of the question as it was, so only the edit can
+explain the label. A surface-only edit (case, trailing punctuation) makes a
+positive pair, so the verifier does not learn "any edit means different".
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+ANTONYMS = [
+    ("increase", "decrease"),
+    ("more", "less"),
+    ("over", "under"),
+    ("above", "below"),
+    ("before", "after"),
+    ("buy", "sell"),
+    ("import", "export"),
+    ("upload", "download"),
+    ("enable", "disable"),
+    ("add", "remove"),
+    ("maximum", "minimum"),
+    ("first", "last"),
+    ("cheap", "expensive"),
+    ("best", "worst"),
+    ("start", "stop"),
+    ("open", "close"),
+    ("win", "lose"),
+    ("positive", "negative"),
+    ("hot", "cold"),
+    ("easy", "hard"),
+    ("good", "bad"),
+    ("legal", "illegal"),
+    ("possible", "impossible"),
+    ("men", "women"),
+    ("male", "female"),
+    ("boys", "girls"),
+    ("north", "south"),
+    ("east", "west"),
+    ("early", "late"),
+    ("fast", "slow"),
+    ("long", "short"),
+    ("high", "low"),
+    ("higher", "lower"),
+    ("bigger", "smaller"),
+    ("larger", "smaller"),
+    ("inside", "outside"),
+    ("send", "receive"),
+    ("private", "public"),
+    ("online", "offline"),
+    ("rich", "poor"),
+    ("true", "false"),
+    ("love", "hate"),
+    ("accept", "reject"),
+    ("always", "never"),
+    ("strong", "weak"),
+    ("safe", "dangerous"),
+    ("healthy", "unhealthy"),
+    ("happy", "sad"),
+    ("old", "new"),
+    ("young", "old"),
+    ("win", "lose"),
+    ("pros", "cons"),
+    ("input", "output"),
+    ("all", "any"),
+    ("most", "least"),
+    ("with", "without"),
+    ("can", "cannot"),
+]
+QUALIFIERS = [
+    " for kids",
+    " for adults",
+    " for beginners",
+    " in winter",
+    " at night",
+    " without a degree",
+    " in India",
+    " in the US",
+    " for free",
+    " online",
+    " Pro",
+    " Ultra",
+    " as a student",
+]
+AUXILIARIES = re.compile(r"\b(is|are|was|were|can|could|should|would|will|do|does|did)\b", re.IGNORECASE)
+DIRECTION = re.compile(r"\b(from|between) (\w+) (to|and) (\w+)\b")
+CAPITALISED = re.compile(r"(?<!^)(?<![.?!] )\b([A-Z][a-z]{2,})\b")
+
+
+def _antonym(text: str, rng: random.Random) -> str | None:
+    words = re.findall(r"\b\w+\b", text.lower())
+    options = [(a, b) for a, b in ANTONYMS if a in words] + [(b, a) for a, b in ANTONYMS if b in words]
+    if not options:
+        return None
+    word, other = rng.choice(options)
+    return re.sub(rf"\b{word}\b", other, text, count=1, flags=re.IGNORECASE)
+
+
+def _negation(text: str, rng: random.Random) -> str | None:
+    match = AUXILIARIES.search(text)
+    if not match or " not " in text.lower() or "n't" in text.lower():
+        return None
+    return text[: match.end()] + " not" + text[match.end() :]
+
+
+def _direction(text: str, rng: random.Random) -> str | None:
+    match = DIRECTION.search(text)
+    if not match or match.group(2).lower() == match.group(4).lower():
+        return None
+    return (
+        text[: match.start()]
+        + f"{match.group(1)} {match.group(4)} {match.group(3)} {match.group(2)}"
+        + text[match.end() :]
+    )
+
+
+def _entity(text: str, rng: random.Random, pool: list[str]) -> str | None:
+    names = CAPITALISED.findall(text)
+    if not names:
+        return None
+    name = rng.choice(names)
+    other = rng.choice(pool)
+    if other == name:
+        return None
+    return re.sub(rf"\b{name}\b", other, text, count=1)
+
+
+def _qualifier(text: str, rng: random.Random) -> str | None:
+    stripped = text.rstrip("?.! ")
+    if not stripped:
+        return None
+    return stripped + rng.choice(QUALIFIERS) + text[len(stripped) :]
+
+
+def _surface(text: str, rng: random.Random) -> str:
+    edited = text.lower() if rng.random() < 0.5 else text.upper()[:1] + text[1:]
+    return edited.rstrip("?") if text.endswith("?") else edited + "?"
+
+
+def perturbed_pairs(questions: list[str], count: int, seed: int = 0) -> list[dict]:
+    """`count` pairs: about four in five near misses (label False), one in five surface variants."""
+    rng = random.Random(seed)
+    pool = sorted({n for q in questions[:20000] for n in CAPITALISED.findall(q)})
+    edits = [_antonym, _negation, _direction, _qualifier, lambda t, r: _entity(t, r, pool)]
+    pairs: list[dict] = []
+    attempts = 0
+    while len(pairs) < count and attempts < count * 20:
+        attempts += 1
+        question = rng.choice(questions)
+        if rng.random() < 0.2:
+            pairs.append({"a": question, "b": _surface(question, rng), "duplicate": True})
+            continue
+        edited = rng.choice(edits)(question, rng)
+        if edited and edited != question:
+            pairs.append({"a": question, "b": edited, "duplicate": False})
+    return pairs
