@@ -15,6 +15,7 @@ import lancedb
 import numpy as np
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 from lancedb.index import BTree, IvfHnswSq
 
 from storage.lance_tables import literal, open_table, table_name, vector_field
@@ -26,6 +27,8 @@ SCOPE_INDEX_MIN_ROWS = 10_000
 ANN_MIN_SCOPE_ROWS = 200_000
 # HNSW's default ef is far too small for top-1 recall (0.1 on near duplicates).
 ANN_EF = 200
+# Read the whole table when the scopes wanted hold more than this share of it.
+WHOLE_READ_SHARE = 0.3
 # In-process copies of scope matrices, dropped whenever the table changes.
 SCOPE_CACHE_BYTES = 512 * 1024 * 1024
 
@@ -63,7 +66,7 @@ class SemanticIndex:
         self._table = open_table(
             lancedb.connect(str(folder)), table_name("semantic", embedding_model), schema
         )
-        self._scope_cache: OrderedDict[tuple, tuple[list[bytes], np.ndarray]] = OrderedDict()
+        self._scope_cache: OrderedDict[tuple, tuple[pa.Array, np.ndarray]] = OrderedDict()
 
     def add(self, rows: pl.DataFrame, vectors: np.ndarray, partition: str | None) -> None:
         """Add vectors for committed entries (key, semantic_scope, tenant, namespace, model,
@@ -131,10 +134,15 @@ class SemanticIndex:
                 continue
             similarities = vectors[rows] @ matrix.T
             k = min(limit, len(keys))
-            top = np.argpartition(-similarities, k - 1, axis=1)[:, :k]
+            if k == 1:
+                top = similarities.argmax(axis=1)[:, None]
+            else:
+                top = np.argpartition(similarities, len(keys) - k, axis=1)[:, len(keys) - k :]
             for query, row in enumerate(rows):
                 for column in top[query]:
-                    neighbours.append(Neighbour(row, keys[column], float(similarities[query, column])))
+                    neighbours.append(
+                        Neighbour(row, keys[int(column)].as_py(), float(similarities[query, column]))
+                    )
         return neighbours
 
     def _large_scopes(self, scopes: list[str]) -> list[str]:
@@ -179,36 +187,57 @@ class SemanticIndex:
 
     def scope_vectors(
         self, scopes: list[str], before_partition: str | None = None
-    ) -> dict[str, tuple[list[bytes], np.ndarray]]:
-        """Keys and vectors of each scope, read in one filtered scan (cached per table version)."""
+    ) -> dict[str, tuple[pa.Array, np.ndarray]]:
+        """Keys and vectors of each scope (cached per table version).
+
+        A filtered read costs far more per row than a plain read of the whole table
+        (measured: 0.2 s for a 13,000-row scope, 0.66 s for all 130,000 rows), so when
+        the scopes wanted hold a good share of the table it is read whole and split
+        here; otherwise each scope is read through its index.
+        """
         version = self._table.version
         wanted = [s for s in scopes if (version, s, before_partition) not in self._scope_cache]
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
-            condition = f"semantic_scope IN ({','.join(literal(s) for s in chunk)})"
-            if before_partition is not None:
-                condition += (
-                    f" AND (source_partition IS NULL OR source_partition < {literal(before_partition)})"
-                )
-            table = (
-                self._table.search()
-                .where(condition)
-                .select(["key", "semantic_scope", "vector"])
-                .limit(None)
-                .to_arrow()
-            )
-            flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
-            matrix = flat.reshape(-1, self.dimension).astype(np.float32, copy=False)
-            found_scopes = np.asarray(table["semantic_scope"].to_pylist(), dtype=object)
-            keys = table["key"].to_pylist()
-            for scope in chunk:
-                mask = found_scopes == scope
-                self._scope_cache[(version, scope, before_partition)] = (
-                    [key for key, keep in zip(keys, mask, strict=True) if keep],
-                    matrix[mask],
-                )
+        if wanted:
+            total = self._table.count_rows()
+            needed = self._table.count_rows(self._scope_filter(wanted, before_partition)) if total else 0
+            if needed > total * WHOLE_READ_SHARE:
+                self._split_into_cache(self._table.to_arrow(), wanted, version, before_partition)
+            else:
+                for scope in wanted:
+                    table = (
+                        self._table.search()
+                        .where(self._scope_filter([scope], before_partition))
+                        .select(["key", "semantic_scope", "source_partition", "vector"])
+                        .limit(None)
+                        .to_arrow()
+                    )
+                    self._split_into_cache(table, [scope], version, before_partition)
         self._trim_cache(version)
         return {s: self._scope_cache[(version, s, before_partition)] for s in scopes}
+
+    @staticmethod
+    def _scope_filter(scopes: list[str], before_partition: str | None) -> str:
+        condition = f"semantic_scope IN ({','.join(literal(s) for s in scopes)})"
+        if before_partition is not None:
+            condition += f" AND (source_partition IS NULL OR source_partition < {literal(before_partition)})"
+        return condition
+
+    def _split_into_cache(self, table: pa.Table, scopes: list[str], version: int, before_partition) -> None:
+        """Cache each scope's keys and matrix from rows read, applying the visibility rule."""
+        flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        matrix = flat.reshape(-1, self.dimension).astype(np.float32, copy=False)
+        visible = None
+        if before_partition is not None:
+            partitions = table["source_partition"]
+            visible = pc.or_kleene(pc.is_null(partitions), pc.less(partitions, before_partition))
+        keys = table["key"].combine_chunks()
+        for scope in scopes:
+            mask = pc.equal(table["semantic_scope"], scope)
+            if visible is not None:
+                mask = pc.and_(mask, visible)
+            rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+            # Keys stay an Arrow array: only the few that win a search become Python bytes.
+            self._scope_cache[(version, scope, before_partition)] = (keys.take(rows), matrix[rows])
 
     def _trim_cache(self, version: int) -> None:
         """Keep only the current table version's matrices, within the byte budget."""

@@ -101,5 +101,7 @@ def test_keyed_requests_carry_registry_version_and_namespace_labels(tmp_path, se
     row = keyed.row(0, named=True)
     assert row["model_version"] == settings.model("intent-classifier").version
     assert json.loads(row["params_json"])["labels"] == list(settings.namespace("demo-support-intents").labels)
-    assert row["semantic_threshold"] == pytest.approx(0.88)
+    assert row["semantic_threshold"] == pytest.approx(
+        settings.namespace("demo-support-intents").semantic.threshold
+    )
     assert len(row["key"]) == 32

@@ -12,8 +12,14 @@ def _unit(matrix):
 
 def _rows(keys, scopes):
     return pl.DataFrame(
-        {"key": keys, "semantic_scope": scopes, "tenant": "t", "namespace": "n", "model": "m",
-         "model_version": "1"},
+        {
+            "key": keys,
+            "semantic_scope": scopes,
+            "tenant": "t",
+            "namespace": "n",
+            "model": "m",
+            "model_version": "1",
+        },
         schema_overrides={"key": pl.Binary},
     )
 
