@@ -64,6 +64,15 @@ DAY2_ROWS = [
 ]
 
 
+def _lenient_verifier(home):
+    """The shipped default (verify_threshold 0.95) is deliberately strict; these tests are
+    about the flow, so they accept the real verifier's 0.75 for "How do I / How can I
+    cancel my order" (it gives "cancel my subscription" 0.11)."""
+    from storage.config import write_namespace_override
+
+    write_namespace_override(home, "demo-faq-answers", {"semantic": {"verify_threshold": 0.7}})
+
+
 def _land(home, day, rows):
     folder = home / "landing" / day
     folder.mkdir(parents=True, exist_ok=True)
@@ -94,6 +103,7 @@ def _report(result):
 @pytest.fixture(scope="module")
 def two_days(tmp_path_factory):
     home = tmp_path_factory.mktemp("home")
+    _lenient_verifier(home)
     _land(home, DAY1, DAY1_ROWS)
     _land(home, DAY2, DAY2_ROWS)
     resource = InferCacheResource(home=str(home))
@@ -215,6 +225,7 @@ def test_rematerializing_a_partition_gives_the_same_state(two_days):
 def test_write_back_holds_each_tenant_namespace_to_its_capacity(tmp_path):
     from storage.config import write_namespace_override
 
+    _lenient_verifier(tmp_path)
     write_namespace_override(tmp_path, "demo-faq-answers", {"capacity": {"max_entries": 1}})
     _land(tmp_path, DAY1, DAY1_ROWS)
     resource = InferCacheResource(home=str(tmp_path))
