@@ -42,21 +42,7 @@ def canonical_params(params: dict[str, Any]) -> str:
 
 def canonical_request(identity: RequestIdentity) -> str:
     """The ordered JSON array the key is the hash of."""
-    return json.dumps(
-        [
-            KEY_SCHEMA_VERSION,
-            identity.tenant,
-            identity.namespace,
-            identity.model,
-            identity.model_version,
-            json.loads(canonical_params(identity.params)),
-            _text(identity.prefix),
-            _text(identity.input),
-        ],
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
+    return _canonical_json([*_context(identity), _text(identity.input)])
 
 
 def cache_key(canonical: str) -> bytes:
@@ -69,22 +55,25 @@ def semantic_scope(identity: RequestIdentity, embedding_model: str) -> str:
 
     Two requests may share an answer only if they agree on all of it.
     """
-    encoded = json.dumps(
-        [
-            KEY_SCHEMA_VERSION,
-            identity.tenant,
-            identity.namespace,
-            identity.model,
-            identity.model_version,
-            json.loads(canonical_params(identity.params)),
-            _text(identity.prefix),
-            embedding_model,
-        ],
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
+    encoded = _canonical_json([*_context(identity), embedding_model])
     return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+
+
+def _context(identity: RequestIdentity) -> list[Any]:
+    """Everything that decides an answer except the input, in the key's fixed order."""
+    return [
+        KEY_SCHEMA_VERSION,
+        identity.tenant,
+        identity.namespace,
+        identity.model,
+        identity.model_version,
+        json.loads(canonical_params(identity.params)),
+        _text(identity.prefix),
+    ]
+
+
+def _canonical_json(items: list[Any]) -> str:
+    return json.dumps(items, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def text_hash(text: str) -> str:

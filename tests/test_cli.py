@@ -14,18 +14,7 @@ COUNTED_PATHS = ("quarantined", "exact_hits", "semantic_hits", "folded", "model_
 
 
 def _demo(home: Path) -> list[dict]:
-    env = {**os.environ, "INFERCACHE_HOME": str(home)}
-    env.pop("DAGSTER_HOME", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "orchestration.cli", "demo", "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)  # fails unless stdout is exactly one JSON document
+    return _cli(home, "demo")
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +55,7 @@ def _cli(home: Path, *args: str) -> dict:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout)
+    return json.loads(done.stdout)  # fails unless stdout is exactly one JSON document
 
 
 def test_evaluate_replays_a_workload_and_prints_one_json_document(tmp_path):
