@@ -89,11 +89,20 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
             """,
             params=[partition],
         ).pl()
+        # Only the indexes this partition's requests use: loading an embedding model
+        # just to open an index it never touches costs time and needs its package.
+        embedding_models = [
+            name
+            for (name,) in con.execute(
+                "SELECT DISTINCT embedding_model FROM model_requests WHERE partition = ? ORDER BY 1",
+                [partition],
+            ).fetchall()
+        ]
     with_vectors = entries.join(vectors, on="key", how="inner")
     indexed = 0
-    for name, spec in settings.embedding_models.items():
+    for name in embedding_models:
         group = with_vectors.filter(pl.col("embedding_model") == name)
-        index = infercache.semantic_index(spec.name)
+        index = infercache.semantic_index(name)
         index.add(group, np.asarray(group["vector"].to_list(), dtype=np.float32), partition)
         index.delete_keys(evicted)
         indexed += group.height

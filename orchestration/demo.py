@@ -40,7 +40,8 @@ def reset_demo_namespaces(infercache: InferCacheResource) -> None:
         for tenant in DEMO_TENANTS:
             for namespace in DEMO_NAMESPACES:
                 clear_namespace(con, tenant, namespace)
-    for name in settings.embedding_models:
+    # The indexes the demo's namespaces use (not every registered model: each would load).
+    for name in sorted({settings.namespace(ns).semantic.embedding_model for ns in DEMO_NAMESPACES}):
         index = infercache.semantic_index(name)
         for tenant in DEMO_TENANTS:
             for namespace in DEMO_NAMESPACES:
