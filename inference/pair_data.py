@@ -67,3 +67,38 @@ def split_by_question(
 def _bucket(text: str) -> float:
     digest = hashlib.sha256(text.encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def read_workload(path: Path) -> list[dict]:
+    """Rows {"text", "group"} from a .jsonl workload file."""
+    rows = []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            if not {"text", "group"} <= row.keys():
+                raise ValueError(f"{path}:{number}: a workload row needs the fields text and group")
+            rows.append({"text": row["text"], "group": str(row["group"])})
+    return rows
+
+
+def family_of(group: str) -> str:
+    """ "fam017-b" -> "fam017": the groups of one family are near misses of each other."""
+    return group.rsplit("-", 1)[0]
+
+
+def family_pairs(rows: Iterable[dict]) -> list[dict]:
+    """Every pair of requests within one family: a duplicate when both are in one group,
+    a near miss otherwise. Requests of different families are not paired (too easy to teach)."""
+    families: dict[str, list[dict]] = {}
+    for row in rows:
+        families.setdefault(family_of(row["group"]), []).append(row)
+    pairs = []
+    for members in families.values():
+        for i, first in enumerate(members):
+            for second in members[i + 1 :]:
+                if first["text"] != second["text"]:
+                    same = first["group"] == second["group"]
+                    pairs.append({"a": first["text"], "b": second["text"], "duplicate": same})
+    return pairs

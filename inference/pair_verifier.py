@@ -6,18 +6,20 @@ separate sentence vectors do not. It shares its word embeddings with the
 installed all-MiniLM-L6-v2 (frozen in training), so the project ships only the
 transformer layers and the head.
 
-A rule runs beside it: two requests that mention different numbers never match.
+Explainable vetoes run beside it (inference/pair_conflicts.py): different numbers,
+codes, units, an odd number of negations or opposites, a swapped direction.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from inference.pair_conflicts import conflict
 
 SHIPPED_MODEL = Path(__file__).resolve().parent / "verifier_model"
 WEIGHTS_FILE = "weights.safetensors"
@@ -29,13 +31,6 @@ MAX_PAIR_TOKENS = 64
 # The embedding model whose tokenizer and word embeddings the verifier shares.
 VERIFIER_BASE_MODEL = "all-MiniLM-L6-v2"
 SCORE_BATCH = 64
-
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-
-
-def numbers_differ(a: str, b: str) -> bool:
-    """Different numbers (amounts, dates, counts, versions) mean a different answer."""
-    return sorted(_NUMBER.findall(a)) != sorted(_NUMBER.findall(b))
 
 
 def build_cross_encoder(base_folder: Path, num_layers: int):
@@ -81,8 +76,9 @@ class PairVerifier:
         )
         return self.model(**encoded).logits.squeeze(-1)
 
-    def score(self, pairs: list[tuple[str, str]]) -> np.ndarray:
-        """Probability that each pair means the same; 0 where the numbers differ.
+    def score(self, pairs: list[tuple[str, str]], vetoes: bool = True) -> np.ndarray:
+        """Probability that each pair means the same; 0 where a conflict check vetoes it
+        (`vetoes=False` gives the learned score alone, for comparison).
 
         Each pair is read in a fixed order (sorted), so score(a, b) == score(b, a).
         """
@@ -94,8 +90,8 @@ class PairVerifier:
             for start in range(0, len(ordered), SCORE_BATCH):
                 batch = ordered[start : start + SCORE_BATCH]
                 scores[start : start + len(batch)] = torch.sigmoid(self.logits(batch)).numpy()
-        rule = np.array([numbers_differ(a, b) for a, b in pairs])
-        scores[rule] = 0.0
+        if vetoes:
+            scores[[conflict(a, b) is not None for a, b in pairs]] = 0.0
         return scores
 
 

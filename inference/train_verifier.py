@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 
 from inference.pair_augment import perturbed_pairs
-from inference.pair_data import read_pairs, split_by_question
+from inference.pair_data import family_pairs, read_pairs, read_workload, split_by_question
 from inference.pair_verifier import (
     CONFIG_FILE,
     RECORD_FILE,
@@ -34,6 +34,12 @@ from inference.pair_verifier import (
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_QQP = REPO.parent / "shared" / "data" / "qqp_pairs.jsonl.gz"
 DEFAULT_ADVERSARIAL = Path(__file__).resolve().parent / "verifier_data" / "adversarial_train_pairs.jsonl"
+# Hand-written families of paraphrases and near misses (inference/verifier_data/written/), and the
+# first adversarial workload. The held-out workload (benchmarks/data/adversarial_holdout.jsonl) is
+# never trained on.
+DEFAULT_FAMILIES = sorted((Path(__file__).resolve().parent / "verifier_data" / "written").glob("*.jsonl")) + [
+    REPO / "benchmarks" / "data" / "adversarial_workload.jsonl"
+]
 
 
 def _base_folder() -> Path:
@@ -50,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--perturbed", type=int, default=0, help="near-miss pairs made from training questions (pair_augment)"
     )
+    parser.add_argument("--families", type=Path, nargs="*", default=DEFAULT_FAMILIES, help="family workloads")
+    parser.add_argument("--family-repeats", type=int, default=3)
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--steps", type=int, default=2000)
@@ -68,8 +76,12 @@ def main(argv: list[str] | None = None) -> int:
     adversarial = read_pairs(args.adversarial) if args.adversarial.exists() else []
     questions = sorted({q for pair in train_qqp for q in (pair["a"], pair["b"])})
     perturbed = perturbed_pairs(questions, args.perturbed, seed=args.seed) if args.perturbed else []
+    written = family_pairs(row for path in args.families for row in read_workload(path))
+    args.family_pairs_made = len(written)
     examples = _length_bucketed(
-        train_qqp + adversarial * args.adversarial_repeats + perturbed, args.batch, rng
+        train_qqp + adversarial * args.adversarial_repeats + perturbed + written * args.family_repeats,
+        args.batch,
+        rng,
     )
 
     base = _base_folder()
@@ -163,6 +175,9 @@ def _save(
         "adversarial_pairs": adversarial,
         "adversarial_repeats": args.adversarial_repeats,
         "perturbed_pairs": getattr(args, "perturbed_made", 0),
+        "family_files": [str(path.relative_to(REPO)) for path in args.families],
+        "family_pairs": getattr(args, "family_pairs_made", 0),
+        "family_repeats": args.family_repeats,
         "split": "QQP split by question (connected components, 20% held out by hash)",
         "command": "python -m inference.train_verifier " + " ".join(sys.argv[1:]),
     }

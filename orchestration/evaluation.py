@@ -10,6 +10,7 @@ from pathlib import Path
 from inference.embedder import load_embedder
 from inference.pair_verifier import SHIPPED_MODEL, VERIFIER_BASE_MODEL, load_verifier
 from storage.config import NamespaceSettings, Settings
+from storage.lookalikes import Verify
 from storage.replay import ReplayStores, replay_workload
 
 
@@ -59,11 +60,17 @@ def evaluate(
     namespace: NamespaceSettings,
     store: Path | None,
     tenant: str = "evaluation",
+    verify: Verify | None = None,
 ) -> dict:
+    """`verify` replaces the shipped verifier (for comparisons); it applies only where the
+    namespace verifies."""
     rows = read_workload(workload)
     spec = settings.embedding_model(namespace.semantic.embedding_model)
     embedder = load_embedder(spec.engine, spec.model_folder)
-    verify = verifier_for(settings) if namespace.semantic.enabled and namespace.semantic.verify else None
+    if not (namespace.semantic.enabled and namespace.semantic.verify):
+        verify = None
+    elif verify is None:
+        verify = verifier_for(settings)
     with tempfile.TemporaryDirectory(prefix="infercache-evaluate-") as scratch:
         folder = store or Path(scratch)
         stores = ReplayStores(folder / "cache.duckdb", folder / "lance")

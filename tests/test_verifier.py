@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from inference.pair_verifier import SHIPPED_MODEL, load_verifier, numbers_differ, training_record
+from inference.pair_verifier import SHIPPED_MODEL, load_verifier, training_record
 from storage.config import load_settings
 
 pytestmark = pytest.mark.slow
@@ -13,11 +13,6 @@ pytestmark = pytest.mark.slow
 def verifier():
     base = load_settings().embedding_model("all-MiniLM-L6-v2").model_folder()
     return load_verifier(str(base), str(SHIPPED_MODEL))
-
-
-def test_numbers_rule():
-    assert numbers_differ("reset after 3 attempts", "reset after 5 attempts")
-    assert not numbers_differ("flight 2 to Rome at 10", "at 10, flight 2 to Rome")
 
 
 def test_scores_are_symmetric_probabilities(verifier):
@@ -44,8 +39,10 @@ def test_paraphrases_score_well_above_near_misses_on_the_tuning_pairs(verifier):
     assert (scores[~duplicate] >= 0.95).mean() < 0.05  # at the default, few near misses pass
 
 
-def test_numbers_that_differ_are_never_accepted(verifier):
-    assert verifier.score([("Reset after 3 failed attempts", "Reset after 5 failed attempts")])[0] == 0.0
+def test_a_vetoed_pair_is_never_accepted_whatever_the_model_says(verifier):
+    pair = ("Reset after 3 failed attempts", "Reset after 5 failed attempts")
+    assert verifier.score([pair], vetoes=False)[0] > 0.0
+    assert verifier.score([pair])[0] == 0.0
 
 
 def test_the_training_record_says_how_it_was_made():

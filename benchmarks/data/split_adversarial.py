@@ -1,34 +1,35 @@
-"""Split the adversarial workload by family into a tuning half and a report half.
+"""Split the held-out adversarial workload by family into a tuning half and a report half.
 
-Families (fam001, fam002, ...) are independent sets of near-miss intents, so the
-odd-numbered families can be used to choose the default thresholds (as labelled
-pairs for `infercache calibrate`) and the even-numbered ones to report on, unseen.
-Writes adversarial_tuning_pairs.jsonl and adversarial_workload_report.jsonl here.
+adversarial_holdout.jsonl was written by hand apart from the verifier's rules and
+is never trained on (the first workload, adversarial_workload.jsonl, is training
+data for the verifier since it shaped the rules). Its families (h001, h002, ...)
+are independent sets of near-miss intents: the odd-numbered ones, as labelled
+pairs, choose the default thresholds (`infercache calibrate`); the even-numbered
+ones are replayed only to report. Run from the repository root:
+`python -m benchmarks.data.split_adversarial`.
 """
 
-import itertools
 import json
 from pathlib import Path
+
+from inference.pair_data import family_of, family_pairs, read_workload
 
 HERE = Path(__file__).resolve().parent
 
 
-def family(group: str) -> int:
-    return int(group.split("-")[0].removeprefix("fam"))
+def family_number(group: str) -> int:
+    return int(family_of(group).lstrip("h"))
 
 
 def main() -> None:
-    rows = [json.loads(line) for line in (HERE / "adversarial_workload.jsonl").read_text().splitlines()]
-    tuning = [r for r in rows if family(r["group"]) % 2 == 1]
-    report = [r for r in rows if family(r["group"]) % 2 == 0]
-    pairs = []
-    for (_, members) in itertools.groupby(sorted(tuning, key=lambda r: r["group"]), key=lambda r: family(r["group"])):
-        members = list(members)
-        for a, b in itertools.combinations(members, 2):
-            pairs.append({"a": a["text"], "b": b["text"], "duplicate": a["group"] == b["group"]})
-    (HERE / "adversarial_tuning_pairs.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs))
-    (HERE / "adversarial_workload_report.jsonl").write_text("".join(json.dumps(r) + "\n" for r in report))
-    print(f"{len(pairs)} tuning pairs ({sum(p['duplicate'] for p in pairs)} duplicates), {len(report)} report rows")
+    rows = read_workload(HERE / "adversarial_holdout.jsonl")
+    tuning = [r for r in rows if family_number(r["group"]) % 2 == 1]
+    report = [r for r in rows if family_number(r["group"]) % 2 == 0]
+    pairs = family_pairs(tuning)
+    (HERE / "holdout_tuning_pairs.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs))
+    (HERE / "holdout_report.jsonl").write_text("".join(json.dumps(r) + "\n" for r in report))
+    duplicates = sum(p["duplicate"] for p in pairs)
+    print(f"{len(pairs)} tuning pairs ({duplicates} duplicates), {len(report)} report rows")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,83 @@
+"""The explainable vetoes beside the learned verifier: each names a real difference and
+leaves rewordings alone."""
+
+import pytest
+
+from inference.pair_conflicts import conflict, read
+
+NEAR_MISSES = [
+    ("Reset after 3 failed attempts", "Reset after 5 failed attempts", "different numbers"),
+    ("Logs from March 3, 2025", "Logs from 2025-03-04", "different numbers"),
+    ("Battery life of the Galaxy S23", "Battery life of the Galaxy S24", "different codes"),
+    ("How do I increase my credit limit?", "How can I get my credit limit decreased?", "opposites"),
+    ("List laptops priced under $800", "Which laptops cost more than $800?", "opposites"),
+    ("How do I turn on 2FA on GitHub?", "How do I turn off 2FA on GitHub?", "opposites"),
+    ("Which fruits can dogs eat?", "Which fruits can't dogs eat?", "negation"),
+    ("Is codeine safe while breastfeeding?", "Is codeine unsafe while breastfeeding?", "negation"),
+    ("Last train from Milan to Florence tonight", "Last train from Florence to Milan tonight", "direction"),
+    ("Convert 250 USD to EUR.", "250 EUR to USD - what's the amount?", "direction"),
+    (
+        "At 100 Mbps, how long does a 10 GB download take?",
+        "At 100 MB/s, how long does a 10 GB download take?",
+        "different units",
+    ),
+    ("How much is 250 euros in US dollars?", "How much is 250 US dollars in euros?", "250"),
+    ("What's the weather in Oslo today?", "What's the weather in Oslo tomorrow?", "different units"),
+    ("iPhone 15 Pro battery capacity", "iPhone 15 battery capacity", "variant"),
+]
+
+PARAPHRASES = [
+    (
+        "Show me the application logs from 2024-03-13.",
+        "I need the application log entries from March 13, 2024.",
+    ),
+    (
+        "Monthly repayment for a $25,000, 5-year loan",
+        "What do I pay each month on a 25000 dollar loan over five years?",
+    ),
+    ("Is it not safe to mix these?", "Is it unsafe to mix these?"),
+    ("What happens if I sign the non-compete?", "what happens when i agree to sign a noncompete"),
+    ("Why can't I keep my number?", "why cant i keep my number"),
+    ("How many miles is it from Lyon to Geneva?", "How far is it from Lyon to Geneva in miles?"),
+    ("Look up low-cost flights New York to Berlin", "Find me cheap flights from New York to Berlin"),
+    ("Lock a Linux account after 3 unsuccessful logins", "Lock a Linux account after 3 failed logins"),
+    ("Twenty-five dollars in euros", "25 dollars in euros"),
+    (
+        "How do I copy a file from my laptop to a server with scp?",
+        "scp: copy a file from my laptop to a server",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "reason"), NEAR_MISSES)
+def test_near_misses_are_vetoed_with_a_reason(a, b, reason):
+    found = conflict(a, b)
+    assert found is not None and reason in found
+    assert conflict(b, a) is not None  # symmetric
+
+
+@pytest.mark.parametrize(("a", "b"), PARAPHRASES)
+def test_rewordings_pass(a, b):
+    assert conflict(a, b) is None
+
+
+def test_numbers_are_read_alike_whatever_their_spelling():
+    assert read("twenty-five thousand dollars").numbers == read("$25,000").numbers == read("25k USD").numbers
+    assert read("March 3, 2025").numbers == read("2025-03-03").numbers
+
+
+def test_a_negation_cancelled_by_an_opposite_passes():
+    assert (
+        conflict("Which drugs are not safe with grapefruit?", "Which drugs are dangerous with grapefruit?")
+        is None
+    )
+
+
+def test_reworded_requests_are_left_to_the_model():
+    """A negation on one side of two requests that share little is not vetoed (the negative
+    meaning is often in a word: "toxic", "lost the receipt")."""
+    assert conflict("fruits toxic to dogs list", "Which fruits must dogs never eat?", max_changed=4) is None
+    assert (
+        conflict("fruits toxic to dogs list", "Which fruits must dogs never eat?", max_changed=1000)
+        is not None
+    )
