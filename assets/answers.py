@@ -70,14 +70,15 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
         scopes = con.execute(
             "SELECT DISTINCT tenant, namespace FROM model_requests WHERE partition = ?", [partition]
         ).fetchall()
-        ttl = {namespace: settings.namespace(namespace).ttl_seconds for _, namespace in scopes}
+        # Settings per tenant namespace: a tenant's own override of TTL or capacity applies.
+        limits = {(tenant, namespace): settings.namespace(namespace, tenant) for tenant, namespace in scopes}
+        ttl = {scope: namespace_settings.ttl_seconds for scope, namespace_settings in limits.items()}
         entries = new_entries(con, partition, now, ttl)
         written = commit_entries(con, entries, partition)
         evicted: list[bytes] = []
-        for tenant, namespace in scopes:
-            limits = settings.namespace(namespace)
+        for (tenant, namespace), scope in limits.items():
             evicted += enforce_capacity(
-                con, tenant, namespace, limits.eviction, limits.max_entries, limits.max_bytes
+                con, tenant, namespace, scope.eviction, scope.max_entries, scope.max_bytes
             )
         vectors = con.sql(
             """

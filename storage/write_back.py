@@ -25,18 +25,33 @@ ORDER BY k.request_id
 
 
 def new_entries(
-    con: duckdb.DuckDBPyConnection, partition: str, now: datetime, ttl_by_namespace: dict[str, int]
+    con: duckdb.DuckDBPyConnection,
+    partition: str,
+    now: datetime,
+    ttl_by_scope: dict[tuple[str, str], int],
 ) -> pl.DataFrame:
-    """The partition's answered model calls as cache entries, with their expiry."""
+    """The partition's answered model calls as cache entries, with their expiry.
+
+    ttl_by_scope: (tenant, namespace) -> TTL seconds, so a tenant's own override applies.
+    """
     rows = con.sql(_NEW_ENTRIES_QUERY, params=[partition]).pl()
-    ttl = rows["namespace"].replace_strict(ttl_by_namespace, return_dtype=pl.Int64)
-    return rows.with_columns(
+    ttl = pl.DataFrame(
+        [(tenant, namespace, seconds) for (tenant, namespace), seconds in ttl_by_scope.items()],
+        schema={"tenant": pl.String, "namespace": pl.String, "ttl_seconds": pl.Int64},
+        orient="row",
+    )
+    with_ttl = rows.join(ttl, on=["tenant", "namespace"], how="left", maintain_order="left")
+    missing = with_ttl.filter(pl.col("ttl_seconds").is_null())
+    if missing.height:
+        scope = missing.row(0, named=True)
+        raise ValueError(f"no TTL given for tenant {scope['tenant']!r} namespace {scope['namespace']!r}")
+    return with_ttl.with_columns(
         created_at=pl.lit(now),
-        expires_at=pl.lit(now) + pl.duration(seconds=ttl),
+        expires_at=pl.lit(now) + pl.duration(seconds=pl.col("ttl_seconds")),
         last_hit_at=pl.lit(None, dtype=pl.Datetime("us")),
         hit_count=pl.lit(0, dtype=pl.Int64),
         source_partition=pl.lit(partition),
-    )
+    ).drop("ttl_seconds")
 
 
 def commit_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame, partition: str | None) -> int:

@@ -222,11 +222,13 @@ def test_rematerializing_a_partition_gives_the_same_state(two_days):
     assert _report(again)["semantic_hits"] == _report(second)["semantic_hits"]
 
 
-def test_write_back_holds_each_tenant_namespace_to_its_capacity(tmp_path):
+def test_write_back_applies_each_tenant_namespace_own_capacity_and_ttl(tmp_path):
     from storage.config import write_namespace_override
 
     _lenient_verifier(tmp_path)
-    write_namespace_override(tmp_path, "demo-faq-answers", {"capacity": {"max_entries": 1}})
+    # Tenant-level overrides: acme's FAQ namespace holds one entry, globex's keeps answers a day.
+    write_namespace_override(tmp_path, "demo-faq-answers", {"capacity": {"max_entries": 1}}, tenant="acme")
+    write_namespace_override(tmp_path, "demo-faq-answers", {"ttl_seconds": 86400}, tenant="globex")
     _land(tmp_path, DAY1, DAY1_ROWS)
     resource = InferCacheResource(home=str(tmp_path))
     result = _materialize(resource, DAY1, dg.DagsterInstance.ephemeral())
@@ -237,6 +239,16 @@ def test_write_back_holds_each_tenant_namespace_to_its_capacity(tmp_path):
         ("acme", "demo-faq-answers", 1),  # four were answered, three evicted
         ("acme", "demo-support-intents", 1),
         ("globex", "demo-faq-answers", 1),
+    ]
+    lifetimes = _query(
+        tmp_path,
+        "SELECT DISTINCT tenant, namespace, epoch(expires_at - created_at)::BIGINT AS ttl FROM cache_entries"
+        " ORDER BY ALL",
+    )
+    assert lifetimes.rows() == [
+        ("acme", "demo-faq-answers", 604800),  # the namespace's own TTL (7 days)
+        ("acme", "demo-support-intents", 2592000),
+        ("globex", "demo-faq-answers", 86400),  # globex's override
     ]
     write_back = [
         e for e in result.get_asset_materialization_events() if e.asset_key.path == ["cache_write_back"]
