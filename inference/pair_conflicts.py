@@ -56,6 +56,8 @@ _HYPHEN = re.compile(r"\b([a-z]+)-(?=[a-z])")
 _NEGATIVE_PREFIX = re.compile(
     r"^(?:un|non)(?!der|ion|ique|it|iver|ifor|ify|ix|icode|ited|animous|til|cle|to|less)[a-z]{4,}$"
 )
+# Past this many differing content words, polarity and units are left to the model.
+REWORDED_LIMIT = 1000
 # How many words a thing on either side of a direction word can span ("a community college").
 _PHRASE_WORDS = 3
 _DETERMINERS = frozenset("a an the my your our their his her its this that these those some".split())
@@ -318,8 +320,14 @@ def _variant_added(ra: Reading, rb: Reading, only_a: list[str]) -> str | None:
     return None
 
 
-def conflict(a: str, b: str, max_changed: int = 1000) -> str | None:
-    """Why `a` and `b` cannot share an answer, or None when no check objects."""
+def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
+    """Why `a` and `b` cannot share an answer, or None when no check objects.
+
+    The polarity and unit checks apply only where at most `max_changed` content words
+    differ (default REWORDED_LIMIT); past that the request was reworded, and a negative
+    meaning is often carried by a word ("toxic", "lost the receipt"): the model decides.
+    """
+    max_changed = REWORDED_LIMIT if max_changed is None else max_changed
     ra, rb = read(a), read(b)
     numbers_a, numbers_b = ra.numbers - rb.numbers, rb.numbers - ra.numbers
     if numbers_a and numbers_b:

@@ -14,7 +14,7 @@ from storage.keys import (
     canonical_request,
     semantic_scope,
 )
-from storage.languages import coverage_gap
+from storage.languages import coverage_gap, detect_languages
 
 
 def effective_params(params: dict, backend: str, labels: tuple[str, ...]) -> dict:
@@ -28,7 +28,8 @@ def effective_params(params: dict, backend: str, labels: tuple[str, ...]) -> dic
 def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
     """Add the model version (from the registry), the key and the semantic scope to each row."""
     rows = []
-    for row in accepted.iter_rows(named=True):
+    detected = detect_languages(accepted["input"].to_list())
+    for row, language in zip(accepted.iter_rows(named=True), detected, strict=True):
         spec = settings.model(row["model"])
         namespace = settings.namespace(row["namespace"], row["tenant"])
         embedder = settings.embedding_model(namespace.semantic.embedding_model)
@@ -36,10 +37,12 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
         if not namespace.semantic.enabled:
             skip_reason = "semantic reuse is off for this namespace"
         else:
-            skip_reason = coverage_gap(row["input"], embedder.name, embedder.languages)
+            skip_reason = coverage_gap(row["input"], embedder.name, embedder.languages, language)
             if skip_reason is None and namespace.semantic.verify:
                 # An answer is reused only after verification, and the verifier must read the text.
-                skip_reason = coverage_gap(row["input"], "the pair verifier", settings.verifier_languages)
+                skip_reason = coverage_gap(
+                    row["input"], "the pair verifier", settings.verifier_languages, language
+                )
         params = effective_params(json.loads(row["params_json"]), spec.backend, namespace.labels)
         identity = RequestIdentity(
             tenant=row["tenant"],

@@ -1,16 +1,19 @@
-"""Does an embedding model cover a text? Decided from the text's writing systems.
+"""Does an embedding model cover a text? Decided from its writing systems, then its language.
 
 Each letter's Unicode name starts with its script (LATIN, CJK, HIRAGANA, HANGUL,
 CYRILLIC...). A model declares languages; a text is covered only if every script
 with a real share of its letters is a script of one of those languages. Script
-analysis cannot tell English from French (both Latin): for Latin text it trusts
-the model's declaration, and says so in the README.
+analysis cannot tell English from French (both Latin), so Latin-script text is then
+given to a language detector (lingua, n-gram models that ship in its wheel): a text
+it reads, with confidence, as a language the model does not declare is not covered.
 """
 
 from __future__ import annotations
 
 import unicodedata
 from collections import Counter
+from collections.abc import Sequence
+from functools import lru_cache
 
 SCRIPTS_BY_LANGUAGE = {
     "en": {"LATIN"},
@@ -36,6 +39,16 @@ SCRIPTS_BY_LANGUAGE = {
 }
 # A few foreign letters (a name, a symbol) do not make a text foreign.
 MIN_SCRIPT_SHARE = 0.2
+# The Latin-script languages the detector chooses among. Fewer candidates, fewer confusions:
+# short English requests ("python sort dict by key") must not read as another language.
+DETECTED_LANGUAGES = ("en", "fr", "de", "es", "it", "pt", "nl", "pl", "tr", "id", "sv", "vi")
+# Below this, a detection does not switch semantic reuse off. Measured on 2,824 English
+# requests of the project's workloads: none read as another language at 0.9, 5 at 0.7
+# ("convert 180°C to Fahrenheit" as German 0.72), 8 at 0.5; French, German, Spanish,
+# Italian, Dutch and Portuguese questions of five words or more read at 0.75-1.0.
+DETECTION_CONFIDENCE = 0.7
+
+Detection = tuple[str, float] | None  # (ISO 639-1 code, confidence) of a Latin-script text
 
 
 def letter_scripts(text: str) -> Counter:
@@ -59,12 +72,49 @@ def uncovered_scripts(text: str, languages: tuple[str, ...]) -> list[str]:
     )
 
 
-def coverage_gap(text: str, model_name: str, languages: tuple[str, ...]) -> str | None:
-    """None if the model covers the text, else the reason semantic reuse is off for it."""
+@lru_cache(maxsize=1)
+def _detector():
+    from lingua import IsoCode639_1, Language, LanguageDetectorBuilder
+
+    candidates = [Language.from_iso_code_639_1(getattr(IsoCode639_1, c.upper())) for c in DETECTED_LANGUAGES]
+    return LanguageDetectorBuilder.from_languages(*candidates).build()
+
+
+def detect_languages(texts: Sequence[str]) -> list[Detection]:
+    """The most likely language of each mostly-Latin text (None for other texts), in one
+    parallel pass; the detector loads on first use (about 7 s, 300 MB)."""
+    latin = [i for i, text in enumerate(texts) if _mostly_latin(text)]
+    found: list[Detection] = [None] * len(texts)
+    if not latin:
+        return found
+    values = _detector().compute_language_confidence_values_in_parallel([texts[i] for i in latin])
+    for i, ranked in zip(latin, values, strict=True):
+        if ranked:
+            found[i] = (ranked[0].language.iso_code_639_1.name.lower(), float(ranked[0].value))
+    return found
+
+
+def _mostly_latin(text: str) -> bool:
+    counts = letter_scripts(text)
+    total = sum(counts.values())
+    return bool(total) and counts.get("LATIN", 0) / total >= 1 - MIN_SCRIPT_SHARE
+
+
+def coverage_gap(
+    text: str, model_name: str, languages: tuple[str, ...], detected: Detection = None
+) -> str | None:
+    """None if the model covers the text, else the reason semantic reuse is off for it.
+    `detected` is the text's language from detect_languages (None: not detected)."""
+    declared = ", ".join(languages) or "no declared language"
     missing = uncovered_scripts(text, languages)
-    if not missing:
-        return None
-    return (
-        f"text in {', '.join(s.title() for s in missing)} script; {model_name} covers "
-        f"{', '.join(languages) or 'no declared language'}: exact matching only"
-    )
+    if missing:
+        return (
+            f"text in {', '.join(s.title() for s in missing)} script; {model_name} covers "
+            f"{declared}: exact matching only"
+        )
+    if detected is not None and detected[1] >= DETECTION_CONFIDENCE and detected[0] not in languages:
+        return (
+            f"text reads as {detected[0]} (confidence {detected[1]:.2f}); {model_name} covers "
+            f"{declared}: exact matching only"
+        )
+    return None

@@ -4,7 +4,7 @@ import json
 
 from storage.keying import key_requests
 from storage.landing import read_landing
-from storage.languages import coverage_gap, uncovered_scripts
+from storage.languages import coverage_gap, detect_languages, uncovered_scripts
 
 
 def test_english_is_covered_by_an_english_model():
@@ -26,6 +26,25 @@ def test_a_few_foreign_letters_do_not_switch_reuse_off():
     assert coverage_gap("What does the word 猫 mean in a sentence like this one?", "m", ("en",)) is None
 
 
+def test_latin_script_text_in_another_language_is_detected():
+    """The real lingua detector: script analysis alone cannot tell French from English."""
+    texts = [
+        "Comment puis-je réinitialiser mon mot de passe ?",
+        "Wie kann ich mein Passwort zurücksetzen?",
+        "How do I reset my password?",
+        "python sort dict by key",
+        "我怎么重置密码？",
+    ]
+    detected = detect_languages(texts)
+    assert [d[0] if d else None for d in detected[:2]] == ["fr", "de"]
+    assert detected[2][0] == "en" and detected[4] is None  # not Latin: scripts decide
+    reason = coverage_gap(texts[0], "all-MiniLM-L6-v2", ("en",), detected[0])
+    assert "reads as fr" in reason and "exact matching only" in reason
+    assert coverage_gap(texts[0], "m", ("en", "fr"), detected[0]) is None
+    # Short English technical requests are not mistaken for another language.
+    assert coverage_gap(texts[3], "all-MiniLM-L6-v2", ("en",), detected[3]) is None
+
+
 def test_keying_marks_uncovered_requests_exact_only(tmp_path, settings):
     folder = tmp_path / "day"
     folder.mkdir()
@@ -33,12 +52,14 @@ def test_keying_marks_uncovered_requests_exact_only(tmp_path, settings):
     rows = [
         {**base, "request_id": "en", "input": "How do I reset my password?"},
         {**base, "request_id": "zh", "input": "我怎么重置密码？"},
+        {**base, "request_id": "es", "input": "¿Cómo puedo restablecer mi contraseña?"},
     ]
     (folder / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     keyed = key_requests(read_landing(folder, settings).accepted, settings)
-    assert keyed["semantic_enabled"].to_list() == [True, False]
+    assert keyed["semantic_enabled"].to_list() == [True, False, False]
     assert keyed["semantic_skip_reason"][0] is None
     assert "exact matching only" in keyed["semantic_skip_reason"][1]
+    assert "reads as es" in keyed["semantic_skip_reason"][2]
 
 
 def test_the_verifier_language_also_decides(tmp_path):
