@@ -191,6 +191,9 @@ def read(text: str) -> Reading:
             continue
         if spelling:
             numbers[spoken] += 1
+            unit = _unit_near(bases, tokens, position - 1)
+            if unit:
+                quantities.setdefault(spoken, unit)
             spoken, spelling = 0.0, False
         value = _number_value(token)
         if value is not None:

@@ -1,9 +1,10 @@
 """Sequential look-alike resolution: which earlier request (if any) may answer each request.
 
-Rows are taken in order. A row is answered by the most similar earlier *leader*
-(a row that was not itself answered by another) or by an external candidate (an
-entry already in the cache) when the similarity is at or above its threshold and
-the verifier accepts the pair; otherwise it becomes a leader. This is what a cache
+Rows are taken in order. A row is answered by an earlier *leader* (a row that was
+not itself answered by another) or by an external candidate (an entry already in
+the cache) when the similarity is at or above its threshold and the verifier
+accepts the pair, the verifier's surest choice first (then the most similar);
+otherwise it becomes a leader. This is what a cache
 replayed one request at a time would do; here it runs for a whole batch, with
 similarities computed as matrix products and the verifier called on all
 candidate pairs at once.
@@ -24,6 +25,8 @@ Verify = Callable[[list[tuple[str, str]]], np.ndarray]
 
 # Earlier rows considered per row before falling back to an exhaustive check.
 CANDIDATES_PER_ROW = 8
+# Among candidates that pass verification, serve the one the verifier is surest of.
+PREFER_VERIFIED = True
 
 
 @dataclass(frozen=True)
@@ -92,14 +95,16 @@ def resolve_lookalikes(
             if verify is not None and extra:
                 fresh = verify([(texts[row], texts[j]) for j in extra])
                 scores.update({(row, ("row", j)): float(s) for j, s in zip(extra, fresh, strict=True)})
-        chosen = None
-        for _, leader, external in sorted(options, key=lambda o: -o[0]):
+        chosen, chosen_rank = None, None
+        for similarity, leader, external in options:
             if leader is not None and not resolutions[leader].is_leader:
                 continue  # only rows that made their own call (leaders) answer others
             ref = ("row", leader) if leader is not None else ("external", id(external))
-            if verify is None or scores.get((row, ref), 0.0) >= verify_thresholds[row]:
-                chosen = (leader, external)
-                break
+            score = 1.0 if verify is None else scores.get((row, ref), 0.0)
+            # The verifier's confidence ranks the candidates that pass it, then similarity.
+            rank = (score if PREFER_VERIFIED else 0.0, similarity)
+            if score >= verify_thresholds[row] and (chosen_rank is None or rank > chosen_rank):
+                chosen, chosen_rank = (leader, external), rank
         seen = [e.similarity for e in externals[row]]
         if row and fold_within:
             seen.append(float(similarities[row, :row].max()))

@@ -6,7 +6,7 @@ threshold, (2) its entry is committed in the exact store, unexpired and visible,
 input (this re-checks the vector store's prefilter, so tenant isolation does not
 rest on one mechanism), and (4) where verification is on, the pair verifier
 accepts the two inputs as meaning the same. Among the neighbours that pass, the
-most similar is served.
+one the verifier is surest of is served (the most similar where it does not verify).
 """
 
 from __future__ import annotations

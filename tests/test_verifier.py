@@ -22,21 +22,21 @@ def test_scores_are_symmetric_probabilities(verifier):
     assert forward == pytest.approx(backward)
 
 
-def test_paraphrases_score_well_above_near_misses_on_the_tuning_pairs(verifier):
-    """On the adversarial tuning pairs (near misses from unseen domains), on average.
+def test_paraphrases_score_well_above_near_misses_on_the_held_out_tuning_pairs(verifier):
+    """On the held-out workload's tuning pairs (never trained on), on average.
 
-    Single pairs still fail: it gives "What are your opening hours?" / "When are you
-    open?" 0.005 and "increase" / "decrease my credit limit" 0.85 (see the README).
+    Single pairs still fail: "fruits toxic to dogs" / "dog safe fruits" passes the
+    model (the checks veto it), "brake fluid" / "transmission fluid" passes both.
     """
     import json
     from pathlib import Path
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "adversarial_tuning_pairs.jsonl"
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "holdout_tuning_pairs.jsonl"
     pairs = [json.loads(line) for line in path.read_text().splitlines()]
     scores = verifier.score([(p["a"], p["b"]) for p in pairs])
     duplicate = np.array([p["duplicate"] for p in pairs])
-    assert scores[duplicate].mean() > scores[~duplicate].mean() + 0.3
-    assert (scores[~duplicate] >= 0.95).mean() < 0.05  # at the default, few near misses pass
+    assert scores[duplicate].mean() > scores[~duplicate].mean() + 0.25
+    assert (scores[~duplicate] >= 0.8).mean() < 0.1
 
 
 def test_a_vetoed_pair_is_never_accepted_whatever_the_model_says(verifier):
