@@ -354,7 +354,7 @@ def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
         return f"different units: {unit[0]} / {unit[1]}"
     quantity = _quantity_change(ra, rb) or _quantity_change(rb, ra)
     if quantity:
-        return f"{quantity[0]} {quantity[1]} / {quantity[0]} {quantity[2]}"
+        return f"different units: {quantity[0]} {quantity[1]} / {quantity[0]} {quantity[2]}"
     variant = _variant_added(ra, rb, only_a) or _variant_added(rb, ra, only_b)
     if variant:
         return f"a variant on one side only: {variant}"

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 from inference.embedder import load_embedder
+from inference.pair_conflicts import conflict
 from inference.pair_verifier import SHIPPED_MODEL, VERIFIER_BASE_MODEL, load_verifier
 from storage.config import NamespaceSettings, Settings
 from storage.lookalikes import Verify
@@ -71,10 +73,14 @@ def evaluate(
         verify = None
     elif verify is None:
         verify = verifier_for(settings)
+    vetoes: Counter = Counter()
     with tempfile.TemporaryDirectory(prefix="infercache-evaluate-") as scratch:
         folder = store or Path(scratch)
         stores = ReplayStores(folder / "cache.duckdb", folder / "lance")
-        report = replay_workload(rows, namespace, stores, embedder, embedder.dimension, verify, tenant)
+        counted = _counting_vetoes(verify, vetoes) if verify is not None else None
+        report = replay_workload(rows, namespace, stores, embedder, embedder.dimension, counted, tenant)
+    # Which conflict checks objected, over every candidate pair the verifier was asked about.
+    report["candidates_vetoed_by_check"] = dict(vetoes.most_common()) if verify is not None else None
     semantic = namespace.semantic
     report["settings"] = {
         "namespace": namespace.name,
@@ -87,6 +93,17 @@ def evaluate(
         "workload": str(workload),
     }
     return report
+
+
+def _counting_vetoes(verify: Verify, vetoes: Counter) -> Verify:
+    def counted(pairs: list[tuple[str, str]]):
+        for a, b in pairs:
+            reason = conflict(a, b)
+            if reason:
+                vetoes[reason.split(":")[0]] += 1
+        return verify(pairs)
+
+    return counted
 
 
 def calibrate(

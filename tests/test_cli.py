@@ -72,6 +72,21 @@ def test_evaluate_replays_a_workload_and_prints_one_json_document(tmp_path):
     assert plain["semantic_hits"] == 1 and plain["precision"] == 1.0
     assert plain["settings"]["verify"] is False and plain["settings"]["threshold"] == 0.9
     assert plain["lookups_per_s"] > 0
+    assert plain["candidates_vetoed_by_check"] is None
+
+
+def test_evaluate_with_the_verifier_says_which_checks_vetoed(tmp_path):
+    workload = tmp_path / "w.jsonl"
+    rows = [
+        {"text": "How do I increase my credit limit?", "group": "up"},
+        {"text": "How do I decrease my credit limit?", "group": "down"},
+        {"text": "How can I get my credit limit decreased?", "group": "down"},
+    ]
+    workload.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    verified = _cli(tmp_path, "evaluate", "--workload", str(workload), "--threshold", "0.5")
+    assert verified["settings"]["verify"] is True
+    assert verified["wrong_hits"] == 0
+    assert verified["candidates_vetoed_by_check"]["opposites"] >= 2  # row 2 and row 3 against row 1
 
 
 def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path):
