@@ -1,10 +1,8 @@
 """Word lists the pair checks read: opposites, units by kind, negations, number words.
 
-General English, written once as data; the checks in inference/pair_conflicts.py
-and the near-miss generator in inference/pair_augment.py both read them, so what
-the verifier is trained to reject and what the rules veto agree. Entries are base
-forms; inflected forms (thinner, cheapest, disabled, logs) are derived in
-pair_conflicts.base_form.
+General English, written as data for the checks in inference/pair_conflicts.py.
+Entries are base forms; inflected forms (thinner, cheapest, disabled, logs) are
+derived in pair_conflicts.base_form.
 """
 
 from __future__ import annotations
@@ -226,25 +224,40 @@ VARIANTS: frozenset[str] = frozenset({"pro", "max", "plus", "mini", "ultra", "li
 # elsewhere they are plain prepositions ("look up cheap flights").
 SITUATED: frozenset[str] = frozenset({"on", "off", "in", "out", "up", "down", "to", "from"})
 
-# Negation markers ("n't" is read as "not"). A word made negative by "un" or "non"
-# (unsafe, uninsured, nonprofit) counts as one too, so "not safe" = "unsafe".
+# Negation markers ("n't" is read as "not"), and "fail" ("fail to pay" = "don't pay",
+# "failed logins" = "unsuccessful logins"); other verbs with a negative sense (avoid,
+# refuse, lack) are left to the model: they have plain paraphrases ("prevent").
+# A word made negative by "un" or "non" (unsafe, uninsured) counts as one too, so
+# "not safe" = "unsafe".
 NEGATIONS: frozenset[str] = frozenset(
+    {"not", "no", "never", "without", "none", "nobody", "nothing", "neither", "nor", "zero", "fail"}
+)
+# Verbs that undo rather than negate: "uninstall Docker" = "remove Docker", not "not install".
+REVERSIBLE: frozenset[str] = frozenset(
     {
-        "not",
-        "no",
-        "never",
-        "without",
-        "none",
-        "nobody",
-        "nothing",
-        "neither",
-        "nor",
-        "zero",
-        "fail",
-        "refuse",
-        "decline",
-        "lack",
-        "avoid",
+        "install",
+        "lock",
+        "subscribe",
+        "follow",
+        "freeze",
+        "block",
+        "pin",
+        "mount",
+        "pack",
+        "zip",
+        "link",
+        "mute",
+        "do",
+        "tie",
+        "plug",
+        "load",
+        "wrap",
+        "stop",
+        "archive",
+        "ban",
+        "hide",
+        "friend",
+        "register",
     }
 )
 
@@ -253,7 +266,8 @@ DIRECTION_WORDS: frozenset[str] = frozenset(
     {"to", "into", "from", "than", "toward", "towards", "onto", "->", "→", "over", "before", "after"}
 )
 
-# Units by kind; two different units of one kind mean different answers.
+# Units by kind; two different units of one kind mean different answers. Time units count
+# only next to a number ("30 minutes" / "30 hours"): "30 minute run" = "half an hour".
 # A word may sit in more than one kind ("pound").
 # fmt: off
 UNIT_KINDS: dict[str, tuple[str, ...]] = {
@@ -264,13 +278,13 @@ UNIT_KINDS: dict[str, tuple[str, ...]] = {
     "volume": ("liter", "litre", "l", "ml", "milliliter", "millilitre", "gallon", "quart", "pint",
                "cup", "tablespoon", "tbsp", "teaspoon", "tsp"),
     "temperature": ("celsius", "fahrenheit", "kelvin"),
-    "time": ("second", "minute", "hour", "day", "week", "month", "year"),
+    "time": ("minute", "hour", "day", "week", "month", "year"),
     "data": ("bit", "byte", "kb", "mb", "gb", "tb", "pb", "kib", "mib", "gib", "tib", "kilobyte",
              "megabyte", "gigabyte", "terabyte"),
     "rate": ("bps", "kbps", "mbps", "gbps", "mb/s", "gb/s", "kb/s"),
     "currency": ("usd", "dollar", "eur", "euro", "gbp", "pound", "sterling", "jpy", "yen", "cny", "yuan",
                  "rmb", "inr", "rupee", "chf", "franc", "cad", "aud", "mxn", "peso", "krona", "krone",
-                 "won", "real", "bitcoin", "btc"),
+                 "bitcoin", "btc"),
     "speed": ("mph", "kph", "km/h", "knot"),
     "energy": ("calorie", "kcal", "kilojoule", "kj", "joule", "kwh"),
     "power": ("watt", "kw", "horsepower", "hp"),
@@ -330,6 +344,8 @@ UNIT_ALIASES: dict[str, str] = {
     "terabyte": "tb",
     "kph": "km/h",
     "kcal": "calorie",
+    "btc": "bitcoin",
+    "hp": "horsepower",
     "kilojoule": "kj",
 }
 

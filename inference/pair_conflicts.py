@@ -35,6 +35,7 @@ from inference.lexicon import (
     NEGATIONS,
     NUMBER_WORDS,
     OPPOSITES,
+    REVERSIBLE,
     SCALE_SUFFIXES,
     SCALE_WORDS,
     SCALES,
@@ -46,7 +47,9 @@ from inference.lexicon import (
 
 _CONTRACTIONS = (
     (re.compile(r"\bcan'?t\b|\bcannot\b"), "can not"),
-    (re.compile(r"\bwon't\b"), "will not"),
+    (re.compile(r"\bwon'?t\b"), "will not"),
+    # "Should I get a flu shot or not?" asks the same as "Should I get a flu shot?"
+    (re.compile(r"\b(?:whether )?or not\b"), ""),
     (re.compile(r"\b(do|does|did|is|are|was|were|should|would|could|has|have|had|must)n'?t\b"), r"\1 not"),
 )
 _NOT_SUFFIX = re.compile(r"n't\b")
@@ -61,6 +64,7 @@ REWORDED_LIMIT = 1000
 # How many words a thing on either side of a direction word can span ("a community college").
 _PHRASE_WORDS = 3
 _DETERMINERS = frozenset("a an the my your our their his her its this that these those some".split())
+_DESTINATION_WORDS = frozenset({"to", "into", "onto", "toward", "towards", "->", "→"})
 _TOKEN = re.compile(r"->|→|[$€£¥%]|[a-z0-9]+(?:[./,][a-z0-9]+)*")
 _DATE_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _DATE_SLASH = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{2,4})\b")
@@ -144,11 +148,12 @@ class Reading:
     """What the checks need from one request."""
 
     bases: tuple[str, ...]
-    numbers: Counter
+    numbers: Counter  # written-alike keys: "2500", "3.10", "2026"
     codes: frozenset[str]
     negations: int
     # number -> the unit written next to it ("250 euros", "$800", "180 degrees Celsius")
-    quantities: dict[float, str]
+    quantities: dict[str, str]
+    variants: frozenset[str]  # variant words right after a number or code (15 Pro, S23 Ultra)
 
 
 def _number_value(token: str) -> float | None:
@@ -158,6 +163,16 @@ def _number_value(token: str) -> float | None:
     if ordinal:
         return float(ordinal.group(1))
     return None
+
+
+def _negative_by_prefix(word: str) -> bool:
+    """unsafe, uninsured, nonprofit; not uninstall or unlock (they undo), not nonstop."""
+    if not _NEGATIVE_PREFIX.match(word) or word == "nonstop":
+        return False
+    stem = word[3:] if word.startswith("non") else word[2:]
+    return _base_forms().get(stem, stem) not in REVERSIBLE and not any(
+        stem.startswith(verb) for verb in REVERSIBLE
+    )
 
 
 def _is_unit(base: str) -> bool:
@@ -174,40 +189,73 @@ def _unit_near(bases: list[str], tokens: list[str], position: int) -> str | None
     return None
 
 
+def _key(value: float) -> str:
+    return f"{value:g}" if abs(value) < 1e15 else str(value)
+
+
+class _SpelledNumber:
+    """Reads spelled-out numbers: "two thousand five hundred" = 2500, "twenty-five" = 25,
+    and years said in pairs: "twenty twenty-six" = 2026, "nineteen ninety" = 1990."""
+
+    def __init__(self) -> None:
+        self.total, self.group, self.active = 0, 0, False
+
+    def take(self, token: str) -> bool:
+        if token in NUMBER_WORDS:
+            value = NUMBER_WORDS[token]
+            if self.group and 10 <= value and 10 <= self.group < 100 and not self.total:
+                self.group = self.group * 100 + value  # a year: twenty | sixteen
+            else:
+                self.group += value
+            self.active = True
+            return True
+        if token in SCALE_WORDS and self.active:
+            scale = SCALE_WORDS[token]
+            if scale == 100:
+                self.group = max(self.group, 1) * 100
+            else:
+                self.total += max(self.group, 1) * scale
+                self.group = 0
+            return True
+        return False
+
+    def finish(self) -> str:
+        value = self.total + self.group
+        self.total, self.group, self.active = 0, 0, False
+        return _key(value)
+
+
 def read(text: str) -> Reading:
     tokens = words(text)
     bases: list[str] = []
     numbers: Counter = Counter()
     codes: set[str] = set()
-    quantities: dict[float, str] = {}
-    spoken = 0.0  # a number being spelled out ("twenty five", "two hundred")
-    spelling = False
+    quantities: dict[str, str] = {}
+    spelled = _SpelledNumber()
     for position, token in enumerate(tokens):
-        if token in NUMBER_WORDS:
-            spoken, spelling = spoken + NUMBER_WORDS[token], True
+        if spelled.take(token):
             continue
-        if token in SCALE_WORDS and spelling:
-            spoken, spelling = max(spoken, 1.0) * SCALE_WORDS[token], True
-            continue
-        if spelling:
-            numbers[spoken] += 1
+        if spelled.active:
+            key = spelled.finish()
+            numbers[key] += 1
             unit = _unit_near(bases, tokens, position - 1)
             if unit:
-                quantities.setdefault(spoken, unit)
-            spoken, spelling = 0.0, False
+                quantities.setdefault(key, unit)
         value = _number_value(token)
         if value is not None:
             following = tokens[position + 1] if position + 1 < len(tokens) else ""
-            value *= SCALE_WORDS.get(following, 1)
-            numbers[value] += 1
+            # A decimal keeps its written form: version 3.10 is not 3.1.
+            scaled = _key(value * SCALE_WORDS.get(following, 1))
+            key = token if "." in token and following not in SCALE_WORDS else scaled
+            numbers[key] += 1
             unit = _unit_near(bases, tokens, position)
             if unit:
-                quantities.setdefault(value, unit)
+                quantities.setdefault(key, unit)
             continue
         with_suffix = _NUMBER_WITH_SUFFIX.match(token)
         suffix = with_suffix.group(2) if with_suffix else ""
         if with_suffix and (suffix in SCALE_SUFFIXES or _is_unit(base_form(suffix))):
-            numbers[float(with_suffix.group(1)) * SCALE_SUFFIXES.get(suffix, 1)] += 1
+            numbers[_key(float(with_suffix.group(1)) * SCALE_SUFFIXES.get(suffix, 1))] += 1
             if suffix not in SCALE_SUFFIXES:
                 bases.append(base_form(suffix))
             continue
@@ -219,13 +267,18 @@ def read(text: str) -> Reading:
             _HAS_DIGIT.search(tokens[p]) for p in (position - 1, position + 1) if 0 <= p < len(tokens)
         )
         if month is not None and (near_number or (len(token) > 3 and token != "march")):
-            numbers[float(month)] += 1
+            numbers[_key(month)] += 1
             continue
         bases.append(base_form(token))
-    if spelling:
-        numbers[spoken] += 1
-    negations = sum(1 for b in bases if b in NEGATIONS or _NEGATIVE_PREFIX.match(b))
-    return Reading(tuple(bases), numbers, frozenset(codes), negations, quantities)
+    if spelled.active:
+        numbers[spelled.finish()] += 1
+    negations = sum(1 for b in bases if b in NEGATIONS or _negative_by_prefix(b))
+    variants = frozenset(
+        token
+        for i, token in enumerate(tokens)
+        if token in VARIANTS and i and _HAS_DIGIT.search(tokens[i - 1])
+    )
+    return Reading(tuple(bases), numbers, frozenset(codes), negations, quantities, variants)
 
 
 def _only(one: tuple[str, ...], other: tuple[str, ...]) -> list[str]:
@@ -277,12 +330,23 @@ def _phrase(bases: tuple[str, ...], step: int, start: int) -> list[str]:
 
 
 def _directed_pairs(bases: tuple[str, ...]) -> set[tuple[str, str]]:
-    """(x, y) for every "x <direction word> y" in the text: from Milan to Florence -> (milan, florence)."""
-    pairs = set()
+    """(source, destination) pairs: "from Milan to Florence", "Milan to Florence" and
+    "to Florence from Milan" all give (milan, florence); "A than B", "A over B" give (a, b)."""
+    sources: list[str] = []
+    destinations: list[str] = []
+    pairs: set[tuple[str, str]] = set()
     for position, word in enumerate(bases):
-        if word in DIRECTION_WORDS:
-            before, after = _phrase(bases, -1, position - 1), _phrase(bases, 1, position + 1)
+        after = _phrase(bases, 1, position + 1)
+        if word == "from":
+            sources += after
+        elif word in _DESTINATION_WORDS:
+            destinations += after
+            if "from" not in bases:
+                sources += _phrase(bases, -1, position - 1)
+        elif word in DIRECTION_WORDS:
+            before = _phrase(bases, -1, position - 1)
             pairs |= {(x, y) for x in before for y in after if x != y}
+    pairs |= {(x, y) for x in sources for y in destinations if x != y}
     return pairs
 
 
@@ -295,10 +359,12 @@ def _direction_swap(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, str] |
 
 
 def _unit_change(only_a: list[str], only_b: list[str]) -> tuple[str, str] | None:
+    """Another unit of one kind on each side; time units only next to numbers (_quantity_change)."""
     kinds = _unit_kinds()
     for unit in only_a:
         for other in only_b:
-            if unit != other and kinds.get(unit, frozenset()) & kinds.get(other, frozenset()):
+            shared = (kinds.get(unit, frozenset()) & kinds.get(other, frozenset())) - {"time"}
+            if unit != other and shared:
                 return unit, other
     return None
 
@@ -308,18 +374,16 @@ def _quantity_change(ra: Reading, rb: Reading) -> tuple[str, str, str] | None:
     for number, unit in ra.quantities.items():
         other = rb.quantities.get(number)
         if other and other != unit and kinds[unit] & kinds[other]:
-            return f"{number:g}", unit, other
+            return number, unit, other
     return None
 
 
 def _variant_added(ra: Reading, rb: Reading, only_a: list[str]) -> str | None:
-    """A variant word (Pro, Ultra, Mini) on one side only, right after a name both sides share."""
-    shared = set(ra.bases) & set(rb.bases)
-    for i, word in enumerate(ra.bases):
-        previous = ra.bases[i - 1] if i else ""
-        named = previous in shared and previous not in _STOPWORDS and previous not in _DETERMINERS
-        if word in VARIANTS and word in only_a and named:
-            return f"{previous} {word}"
+    """A variant word (Pro, Ultra, Mini) on one side only, right after a model number or
+    code ("iPhone 15 Pro", "Galaxy S23 Ultra"): not "tire air pressure", "a tax pro"."""
+    for word in ra.variants:
+        if word in only_a:
+            return word
     return None
 
 
@@ -357,9 +421,9 @@ def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
         return f"different units: {quantity[0]} {quantity[1]} / {quantity[0]} {quantity[2]}"
     variant = _variant_added(ra, rb, only_a) or _variant_added(rb, ra, only_b)
     if variant:
-        return f"a variant on one side only: {variant}"
+        return f"a product variant on one side only: {variant}"
     return None
 
 
 def _show(numbers: Counter) -> str:
-    return ", ".join(f"{n:g}" for n in sorted(numbers.elements()))
+    return ", ".join(sorted(numbers.elements()))

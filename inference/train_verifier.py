@@ -140,6 +140,12 @@ def _length_bucketed(examples: list[dict], batch: int, rng: random.Random) -> li
     return [row for group in batches for row in group]
 
 
+def _shown(path: Path) -> str:
+    """A path as the record shows it: relative to the repository where it lies inside it."""
+    resolved = path.resolve()
+    return str(resolved.relative_to(REPO)) if resolved.is_relative_to(REPO) else str(resolved)
+
+
 def _tokenizer(base: Path):
     from transformers import AutoTokenizer
 
@@ -175,7 +181,7 @@ def _save(
         "adversarial_pairs": adversarial,
         "adversarial_repeats": args.adversarial_repeats,
         "perturbed_pairs": getattr(args, "perturbed_made", 0),
-        "family_files": [str(path.relative_to(REPO)) for path in args.families],
+        "family_files": [_shown(path) for path in args.families],
         "family_pairs": getattr(args, "family_pairs_made", 0),
         "family_repeats": args.family_repeats,
         "split": "QQP split by question (connected components, 20% held out by hash)",

@@ -28,7 +28,13 @@ def effective_params(params: dict, backend: str, labels: tuple[str, ...]) -> dic
 def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
     """Add the model version (from the registry), the key and the semantic scope to each row."""
     rows = []
-    detected = detect_languages(accepted["input"].to_list())
+    # Languages only where semantic reuse could apply (the detector costs ~7 s to load).
+    semantic_on = [
+        settings.namespace(row["namespace"], row["tenant"]).semantic.enabled
+        for row in accepted.select("namespace", "tenant").iter_rows(named=True)
+    ]
+    texts = accepted["input"].to_list()
+    detected = detect_languages([text if on else "" for text, on in zip(texts, semantic_on, strict=True)])
     for row, language in zip(accepted.iter_rows(named=True), detected, strict=True):
         spec = settings.model(row["model"])
         namespace = settings.namespace(row["namespace"], row["tenant"])

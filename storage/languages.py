@@ -47,6 +47,8 @@ DETECTED_LANGUAGES = ("en", "fr", "de", "es", "it", "pt", "nl", "pl", "tr", "id"
 # ("convert 180°C to Fahrenheit" as German 0.72), 8 at 0.5; French, German, Spanish,
 # Italian, Dutch and Portuguese questions of five words or more read at 0.75-1.0.
 DETECTION_CONFIDENCE = 0.7
+# Shorter texts are not given to the detector (their script decides alone).
+MIN_DETECTED_WORDS = 4
 
 Detection = tuple[str, float] | None  # (ISO 639-1 code, confidence) of a Latin-script text
 
@@ -95,9 +97,12 @@ def detect_languages(texts: Sequence[str]) -> list[Detection]:
 
 
 def _mostly_latin(text: str) -> bool:
+    """Latin letters, and enough words for a detection to mean something: a dish or a
+    place name ("Jalapeño poppers", "croissant calories") is not a foreign request."""
     counts = letter_scripts(text)
     total = sum(counts.values())
-    return bool(total) and counts.get("LATIN", 0) / total >= 1 - MIN_SCRIPT_SHARE
+    latin = bool(total) and counts.get("LATIN", 0) / total >= 1 - MIN_SCRIPT_SHARE
+    return latin and len(text.split()) >= MIN_DETECTED_WORDS
 
 
 def coverage_gap(

@@ -81,3 +81,24 @@ def test_reworded_requests_are_left_to_the_model():
         conflict("fruits toxic to dogs list", "Which fruits must dogs never eat?", max_changed=1000)
         is not None
     )
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("How do I get from the airport to downtown?", "How do I get downtown from the airport?"),
+        ("Flights from NYC to London", "NYC to London flights"),
+        ("uninstall Docker", "remove Docker"),
+        ("Should I get a flu shot or not?", "Should I get a flu shot?"),
+        ("Why wont my car start?", "Why won't my car start?"),
+        ("tire air pressure", "tire pressure"),
+        ("Excel 2016 pivot table", "excel twenty sixteen pivot table"),
+        ("Budget of two thousand five hundred dollars", "Budget of $2,500"),
+    ],
+)
+def test_reordered_or_respelled_requests_pass(a, b):
+    assert conflict(a, b) is None
+
+
+def test_versions_are_compared_as_written():
+    assert "different numbers" in conflict("What's new in Python 3.10?", "What's new in Python 3.1?")
