@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import QQP, REPO, embed_through_cache, quiet_environment
+from inference.pair_conflicts import vetoed
 
 WORKLOADS = {
     "report_half_unseen_in_tuning": REPO / "benchmarks" / "data" / "holdout_report.jsonl",
@@ -61,9 +62,11 @@ def qqp_heldout(limit: int | None, verifier, defaults) -> dict:
     }
     candidates = cosine >= 0.5
     near = [(p["a"], p["b"]) for p, c in zip(pairs, candidates, strict=True) if c]
-    for name, vetoes in (("learned_verifier_only", False), ("verifier_and_checks", True)):
+    learned = verifier.score(near, vetoes=False)  # the model runs once; the checks zero some
+    checked = np.where(vetoed(near), 0.0, learned)
+    for name, near_scores in (("learned_verifier_only", learned), ("verifier_and_checks", checked)):
         scores = np.zeros(len(pairs), dtype=np.float32)
-        scores[candidates] = verifier.score(near, vetoes=vetoes)
+        scores[candidates] = near_scores
         verified = [
             p
             for p in operating_points(cosine, scores, duplicate)
@@ -89,11 +92,10 @@ def qqp_heldout(limit: int | None, verifier, defaults) -> dict:
 
 
 def adversarial_replay(settings, workload: Path, verifier) -> dict:
-    from inference.pair_conflicts import conflict
     from orchestration.evaluation import effective_namespace, evaluate
 
     def vetoes_only(pairs: list[tuple[str, str]]) -> np.ndarray:
-        return np.array([0.0 if conflict(a, b) else 1.0 for a, b in pairs], dtype=np.float32)
+        return np.where(vetoed(pairs), 0.0, 1.0).astype(np.float32)
 
     runs = {
         "plain_cosine_0.8": ({"threshold": 0.8, "verify": False}, None),

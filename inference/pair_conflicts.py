@@ -29,6 +29,8 @@ from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from inference.lexicon import (
     DIRECTION_WORDS,
     MONTHS,
@@ -225,7 +227,9 @@ class _SpelledNumber:
         return _key(value)
 
 
+@lru_cache(maxsize=65536)
 def read(text: str) -> Reading:
+    """A text's reading; cached, since a request is compared with many candidates."""
     tokens = words(text)
     bases: list[str] = []
     numbers: Counter = Counter()
@@ -427,3 +431,8 @@ def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
 
 def _show(numbers: Counter) -> str:
     return ", ".join(sorted(numbers.elements()))
+
+
+def vetoed(pairs: list[tuple[str, str]]) -> np.ndarray:
+    """True where a check objects to the pair."""
+    return np.array([conflict(a, b) is not None for a, b in pairs], dtype=bool)

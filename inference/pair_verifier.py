@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from inference.pair_conflicts import conflict
+from inference.pair_conflicts import vetoed
 
 SHIPPED_MODEL = Path(__file__).resolve().parent / "verifier_model"
 WEIGHTS_FILE = "weights.safetensors"
@@ -91,7 +91,7 @@ class PairVerifier:
                 batch = ordered[start : start + SCORE_BATCH]
                 scores[start : start + len(batch)] = torch.sigmoid(self.logits(batch)).numpy()
         if vetoes:
-            scores[[conflict(a, b) is not None for a, b in pairs]] = 0.0
+            scores[vetoed(pairs)] = 0.0
         return scores
 
 

@@ -28,16 +28,17 @@ def effective_params(params: dict, backend: str, labels: tuple[str, ...]) -> dic
 def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
     """Add the model version (from the registry), the key and the semantic scope to each row."""
     rows = []
-    # Languages only where semantic reuse could apply (the detector costs ~7 s to load).
-    semantic_on = [
-        settings.namespace(row["namespace"], row["tenant"]).semantic.enabled
+    namespaces = [
+        settings.namespace(row["namespace"], row["tenant"])
         for row in accepted.select("namespace", "tenant").iter_rows(named=True)
     ]
+    # Languages only where semantic reuse could apply (the detector costs ~7 s to load).
     texts = accepted["input"].to_list()
-    detected = detect_languages([text if on else "" for text, on in zip(texts, semantic_on, strict=True)])
-    for row, language in zip(accepted.iter_rows(named=True), detected, strict=True):
+    detected = detect_languages(
+        [text if ns.semantic.enabled else "" for text, ns in zip(texts, namespaces, strict=True)]
+    )
+    for row, namespace, language in zip(accepted.iter_rows(named=True), namespaces, detected, strict=True):
         spec = settings.model(row["model"])
-        namespace = settings.namespace(row["namespace"], row["tenant"])
         embedder = settings.embedding_model(namespace.semantic.embedding_model)
         # Semantic reuse switches itself off for text its embedding model does not cover.
         if not namespace.semantic.enabled:

@@ -25,8 +25,6 @@ Verify = Callable[[list[tuple[str, str]]], np.ndarray]
 
 # Earlier rows considered per row before falling back to an exhaustive check.
 CANDIDATES_PER_ROW = 8
-# Among candidates that pass verification, serve the one the verifier is surest of.
-PREFER_VERIFIED = True
 
 
 @dataclass(frozen=True)
@@ -102,7 +100,7 @@ def resolve_lookalikes(
             ref = ("row", leader) if leader is not None else ("external", id(external))
             score = 1.0 if verify is None else scores.get((row, ref), 0.0)
             # The verifier's confidence ranks the candidates that pass it, then similarity.
-            rank = (score if PREFER_VERIFIED else 0.0, similarity)
+            rank = (score, similarity)
             if score >= verify_thresholds[row] and (chosen_rank is None or rank > chosen_rank):
                 chosen, chosen_rank = (leader, external), rank
         seen = [e.similarity for e in externals[row]]

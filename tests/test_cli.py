@@ -58,15 +58,20 @@ def _cli(home: Path, *args: str) -> dict:
     return json.loads(done.stdout)  # fails unless stdout is exactly one JSON document
 
 
+def _workload(folder: Path, rows: list[dict]) -> Path:
+    path = folder / "w.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
 def test_evaluate_replays_a_workload_and_prints_one_json_document(tmp_path):
-    workload = tmp_path / "w.jsonl"
     rows = [
         {"text": "How do I reset my password?", "group": "reset"},
         {"text": "How can I reset my password?", "group": "reset"},
         {"text": "How do I reset my password?", "group": "reset"},
         {"text": "What are your opening hours?", "group": "hours"},
     ]
-    workload.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    workload = _workload(tmp_path, rows)
     plain = _cli(tmp_path, "evaluate", "--workload", str(workload), "--no-verify", "--threshold", "0.9")
     assert plain["requests"] == 4 and plain["exact_hits"] == 1
     assert plain["semantic_hits"] == 1 and plain["precision"] == 1.0
@@ -76,13 +81,12 @@ def test_evaluate_replays_a_workload_and_prints_one_json_document(tmp_path):
 
 
 def test_evaluate_with_the_verifier_says_which_checks_vetoed(tmp_path):
-    workload = tmp_path / "w.jsonl"
     rows = [
         {"text": "How do I increase my credit limit?", "group": "up"},
         {"text": "How do I decrease my credit limit?", "group": "down"},
         {"text": "How can I get my credit limit decreased?", "group": "down"},
     ]
-    workload.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    workload = _workload(tmp_path, rows)
     verified = _cli(tmp_path, "evaluate", "--workload", str(workload), "--threshold", "0.5")
     assert verified["settings"]["verify"] is True
     assert verified["wrong_hits"] == 0
