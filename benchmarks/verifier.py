@@ -9,7 +9,8 @@
    the learned verifier alone, the conflict checks alone, and both (the shipped
    defaults). The defaults were chosen on the odd-numbered families
    (benchmarks/data/holdout_tuning_pairs.jsonl); the report half (even-numbered
-   families, benchmarks/data/holdout_report.jsonl) is replayed apart from the whole.
+   families, benchmarks/data/holdout_report.jsonl) is replayed apart from the whole,
+   and once more without the families whose intents also occur in training.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from inference.pair_conflicts import vetoed
 
 WORKLOADS = {
     "report_half_unseen_in_tuning": REPO / "benchmarks" / "data" / "holdout_report.jsonl",
+    # The report half less the families whose intents a training family also asks
+    # (benchmarks/data/training_overlap.py).
+    "report_half_without_training_overlap": REPO / "benchmarks" / "data" / "holdout_report_clean.jsonl",
     "whole": REPO / "benchmarks" / "data" / "adversarial_holdout.jsonl",
 }
 

@@ -48,6 +48,17 @@ from inference.lexicon import (
 )
 
 _CONTRACTIONS = (
+    # A hedge in chatty padding negates nothing the request asks: "I honestly don't know which
+    # planet has the most moons" asks what "which planet has the most moons" asks.
+    (
+        re.compile(
+            r"\b(?:(?:i|we)(?: honestly| really| just)? (?:do not|don'?t) know"
+            r"|(?:i'?m|i am|we'?re|we are) not sure|i have no idea)"
+            # ... where the clause ends or asks on: "I don't know the way" states a fact.
+            r"(?=\s*(?:[.,;:!?]|$)|\s+(?:which|what|how|why|when|where|who|whether|if)\b)"
+        ),
+        "",
+    ),
     (re.compile(r"\bcan'?t\b|\bcannot\b"), "can not"),
     (re.compile(r"\bwon'?t\b"), "will not"),
     # "Should I get a flu shot or not?" asks the same as "Should I get a flu shot?"
@@ -72,6 +83,7 @@ _DATE_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _DATE_SLASH = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{2,4})\b")
 _NUMBER = re.compile(r"^\d+(?:,\d{3})*(?:\.\d+)?$|^\d+(?:\.\d+)?$")
 _NUMBER_WITH_SUFFIX = re.compile(r"^(\d+(?:\.\d+)?)([a-z/]+)$")
+_ZERO_FRACTION = re.compile(r"\.0+$")
 _ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th|s)$")
 _HAS_DIGIT = re.compile(r"\d")
 _LEADING_ZEROS = re.compile(r"(?<!\d)0+(?=\d)")
@@ -248,9 +260,11 @@ def read(text: str) -> Reading:
         value = _number_value(token)
         if value is not None:
             following = tokens[position + 1] if position + 1 < len(tokens) else ""
-            # A decimal keeps its written form: version 3.10 is not 3.1.
+            # A decimal keeps its written form: version 3.10 is not 3.1. A whole amount written
+            # with zero cents ($64.00) is the whole number.
             scaled = _key(value * SCALE_WORDS.get(following, 1))
-            key = token if "." in token and following not in SCALE_WORDS else scaled
+            written_decimal = "." in token and not _ZERO_FRACTION.search(token)
+            key = token if written_decimal and following not in SCALE_WORDS else scaled
             numbers[key] += 1
             unit = _unit_near(bases, tokens, position)
             if unit:

@@ -94,6 +94,12 @@ def test_reworded_requests_are_left_to_the_model():
         ("tire air pressure", "tire pressure"),
         ("Excel 2016 pivot table", "excel twenty sixteen pivot table"),
         ("Budget of two thousand five hundred dollars", "Budget of $2,500"),
+        ("What's a 15% tip on a $64 bill?", "Fifteen percent tip if dinner cost $64.00?"),
+        (
+            "My son asked which planet has the most moons and I honestly don't know. Could you help?",
+            "Which planet has the most moons?",
+        ),
+        ("I'm not sure: is a tomato a fruit?", "Is a tomato a fruit?"),
     ],
 )
 def test_reordered_or_respelled_requests_pass(a, b):
@@ -102,3 +108,9 @@ def test_reordered_or_respelled_requests_pass(a, b):
 
 def test_versions_are_compared_as_written():
     assert "different numbers" in conflict("What's new in Python 3.10?", "What's new in Python 3.1?")
+    assert "different numbers" in conflict("a $64.50 bill", "a $64 bill")
+
+
+def test_a_hedge_is_no_negation_but_a_negated_request_is():
+    assert "negation" in conflict("I don't know the way to the station", "I know the way to the station")
+    assert "negation" in conflict("Which fruits don't dogs eat? I'm not sure.", "Which fruits do dogs eat?")
