@@ -37,3 +37,21 @@ def test_a_workload_row_without_a_group_is_refused_with_its_line(tmp_path):
     path.write_text(json.dumps({"text": "x", "group": "g-a"}) + "\n" + json.dumps({"text": "y"}) + "\n")
     with pytest.raises(ValueError, match=r"w.jsonl:2: .*group"):
         read_workload(path)
+
+
+def test_the_clean_report_half_leaves_out_every_family_that_overlaps_training():
+    """benchmarks/data/training_overlap.py is rerun after the training families change;
+    the clean report half must be the report half less the families it lists."""
+    from benchmarks.data.training_overlap import HERE
+
+    overlap = json.loads((HERE / "holdout_training_overlap.json").read_text())["families"]
+    report = read_workload(HERE / "holdout_report.jsonl")
+    clean = read_workload(HERE / "holdout_report_clean.jsonl")
+    assert clean == [row for row in report if family_of(row["group"]) not in overlap]
+    assert len(clean) < len(report)  # the report half does share some intents with training
+    written = {
+        row["text"].lower()
+        for path in (HERE.parents[1] / "inference" / "verifier_data" / "written").glob("*.jsonl")
+        for row in read_workload(path)
+    }
+    assert not written & {row["text"].lower() for row in report}  # no report text is trained on
