@@ -35,8 +35,8 @@ REPO = Path(__file__).resolve().parents[1]
 DEFAULT_QQP = REPO.parent / "shared" / "data" / "qqp_pairs.jsonl.gz"
 DEFAULT_ADVERSARIAL = Path(__file__).resolve().parent / "verifier_data" / "adversarial_train_pairs.jsonl"
 # Hand-written families of paraphrases and near misses (inference/verifier_data/written/), and the
-# first adversarial workload. The held-out workload (benchmarks/data/adversarial_holdout.jsonl) is
-# never trained on.
+# first adversarial workload. The held-out workloads (benchmarks/data/adversarial_holdout.jsonl and
+# adversarial_holdout2.jsonl) are never trained on.
 DEFAULT_FAMILIES = sorted((Path(__file__).resolve().parent / "verifier_data" / "written").glob("*.jsonl")) + [
     REPO / "benchmarks" / "data" / "adversarial_workload.jsonl"
 ]

@@ -1,15 +1,16 @@
 """Which held-out families ask what a training family already asks.
 
-The held-out workload and the verifier's hand-written training families were written
+The held-out workloads and the verifier's hand-written training families were written
 apart, but both reach for well-known near misses (the capital of Australia or Austria,
 a list or a tuple), so some held-out families share their intent with a training
 family even where no text is the same. A held-out family counts as overlapping when
 any of its requests has a training request at MiniLM cosine >= OVERLAP_COSINE.
 
-Writes holdout_training_overlap.json (the families and their closest pairs) and
-holdout_report_clean.jsonl (the report half without the overlapping families), so the
-benchmark can report on requests whose intents the verifier never saw. Run from the
-repository root after changing the training families:
+Writes holdout_training_overlap.json (per held-out workload, the overlapping families
+and their closest pairs), holdout_report_clean.jsonl (the first holdout's report half
+without them) and adversarial_holdout2_clean.jsonl (the second holdout without them),
+so the benchmark can report on requests whose intents the verifier never saw. Run from
+the repository root after changing the training families or a holdout:
 `python -m benchmarks.data.training_overlap`.
 """
 
@@ -21,6 +22,11 @@ from inference.pair_data import family_of, read_workload
 
 HERE = Path(__file__).resolve().parent
 OVERLAP_COSINE = 0.85
+# held-out workload -> (rows to clean, where the clean rows go)
+CLEANED = {
+    "adversarial_holdout.jsonl": ("holdout_report.jsonl", "holdout_report_clean.jsonl"),
+    "adversarial_holdout2.jsonl": ("adversarial_holdout2.jsonl", "adversarial_holdout2_clean.jsonl"),
+}
 
 
 def overlapping_families(holdout: list[dict], training_texts: list[str]) -> dict[str, list[dict]]:
@@ -41,16 +47,16 @@ def main() -> None:
     quiet_environment()
     from inference.train_verifier import DEFAULT_FAMILIES
 
-    holdout = read_workload(HERE / "adversarial_holdout.jsonl")
     training = list(dict.fromkeys(row["text"] for path in DEFAULT_FAMILIES for row in read_workload(path)))
-    found = overlapping_families(holdout, training)
-    (HERE / "holdout_training_overlap.json").write_text(
-        json.dumps({"overlap_cosine": OVERLAP_COSINE, "families": found}, indent=1, ensure_ascii=False) + "\n"
-    )
-    report = read_workload(HERE / "holdout_report.jsonl")
-    clean = [row for row in report if family_of(row["group"]) not in found]
-    (HERE / "holdout_report_clean.jsonl").write_text("".join(json.dumps(r) + "\n" for r in clean))
-    print(f"{len(found)} held-out families overlap training; report half {len(report)} -> {len(clean)} requests")
+    record: dict = {"overlap_cosine": OVERLAP_COSINE, "holdouts": {}}
+    for holdout, (to_clean, clean_file) in CLEANED.items():
+        found = overlapping_families(read_workload(HERE / holdout), training)
+        record["holdouts"][holdout] = found
+        rows = read_workload(HERE / to_clean)
+        clean = [row for row in rows if family_of(row["group"]) not in found]
+        (HERE / clean_file).write_text("".join(json.dumps(r) + "\n" for r in clean))
+        print(f"{holdout}: {len(found)} families overlap training; {to_clean} {len(rows)} -> {len(clean)} requests")
+    (HERE / "holdout_training_overlap.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
 
 
 if __name__ == "__main__":
