@@ -54,8 +54,9 @@ _CONTRACTIONS = (
         re.compile(
             r"\b(?:(?:i|we)(?: honestly| really| just)? (?:do not|don'?t) know"
             r"|(?:i'?m|i am|we'?re|we are) not sure|i have no idea)"
-            # ... where the clause ends or asks on: "I don't know the way" states a fact.
-            r"(?=\s*(?:[.,;:!?]|$)|\s+(?:which|what|how|why|when|where|who|whether|if)\b)"
+            # ... standing alone: "I don't know how to swim" or "I'm not sure if I'm allergic"
+            # states a fact the answer depends on.
+            r"(?=\s*(?:[.,;:!?]|$))"
         ),
         "",
     ),
@@ -260,8 +261,8 @@ def read(text: str) -> Reading:
         value = _number_value(token)
         if value is not None:
             following = tokens[position + 1] if position + 1 < len(tokens) else ""
-            # A decimal keeps its written form: version 3.10 is not 3.1. A whole amount written
-            # with zero cents ($64.00) is the whole number.
+            # A decimal keeps its written form: version 3.10 is not 3.1. A number whose decimals
+            # are all zeros is the whole number: $64.00 = $64, version 3.0 = version 3.
             scaled = _key(value * SCALE_WORDS.get(following, 1))
             written_decimal = "." in token and not _ZERO_FRACTION.search(token)
             key = token if written_decimal and following not in SCALE_WORDS else scaled

@@ -111,6 +111,21 @@ def test_versions_are_compared_as_written():
     assert "different numbers" in conflict("a $64.50 bill", "a $64 bill")
 
 
-def test_a_hedge_is_no_negation_but_a_negated_request_is():
-    assert "negation" in conflict("I don't know the way to the station", "I know the way to the station")
-    assert "negation" in conflict("Which fruits don't dogs eat? I'm not sure.", "Which fruits do dogs eat?")
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("I don't know the way to the station", "I know the way to the station"),
+        ("Which fruits don't dogs eat? I'm not sure.", "Which fruits do dogs eat?"),
+        (
+            "I don't know how to swim. Is snorkeling safe for me?",
+            "I know how to swim. Is snorkeling safe for me?",
+        ),
+        (
+            "I'm not sure if I'm allergic to penicillin; can I take amoxicillin?",
+            "I'm allergic to penicillin; can I take amoxicillin?",
+        ),
+        ("We don't know where the leak is. Who do we call?", "We know where the leak is. Who do we call?"),
+    ],
+)
+def test_a_hedge_standing_alone_is_no_negation_but_a_negated_statement_is(a, b):
+    assert "negation" in conflict(a, b)

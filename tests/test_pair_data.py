@@ -39,21 +39,19 @@ def test_a_workload_row_without_a_group_is_refused_with_its_line(tmp_path):
         read_workload(path)
 
 
-def test_the_clean_report_half_leaves_out_every_family_that_overlaps_training():
-    """benchmarks/data/training_overlap.py is rerun after the training families change;
-    the clean report half must be the report half less the families it lists."""
-    from benchmarks.data.training_overlap import HERE
+def test_the_clean_held_out_files_leave_out_every_family_that_overlaps_training():
+    """benchmarks/data/training_overlap.py is rerun after the training files change; the
+    clean files must be the reported rows less the families its list names."""
+    from benchmarks.data.training_overlap import CLEANED, HERE, training_sources, training_texts
 
-    overlap = json.loads((HERE / "holdout_training_overlap.json").read_text())["holdouts"]
-    overlap = overlap["adversarial_holdout.jsonl"]
-    report = read_workload(HERE / "holdout_report.jsonl")
-    clean = read_workload(HERE / "holdout_report_clean.jsonl")
-    assert clean == [row for row in report if family_of(row["group"]) not in overlap]
-    assert len(clean) < len(report)  # the report half does share some intents with training
-    written = {
-        row["text"].lower()
-        for path in (HERE.parents[1] / "inference" / "verifier_data" / "written").glob("*.jsonl")
-        for row in read_workload(path)
-    }
-    reported = report + read_workload(HERE / "adversarial_holdout2_clean.jsonl")
-    assert not written & {row["text"].lower() for row in reported}  # no reported text is trained on
+    record = json.loads((HERE / "holdout_training_overlap.json").read_text(encoding="utf-8"))
+    sources = [str(path.relative_to(HERE.parents[1])) for path in training_sources()]
+    assert record["training_files"] == sources, "training files changed: rerun training_overlap"
+    trained = {text.lower() for text in training_texts()}
+    for holdout, (to_clean, clean_file) in CLEANED.items():
+        overlap = record["holdouts"][holdout]
+        rows = read_workload(HERE / to_clean)
+        clean = read_workload(HERE / clean_file)
+        assert clean == [row for row in rows if family_of(row["group"]) not in overlap]
+        assert 0 < len(clean) < len(rows)  # some families overlap, most do not
+        assert not trained & {row["text"].lower() for row in clean}  # no reported text is trained on

@@ -9,7 +9,8 @@ any of its requests has a training request at MiniLM cosine >= OVERLAP_COSINE.
 Writes holdout_training_overlap.json (per held-out workload, the overlapping families
 and their closest pairs), holdout_report_clean.jsonl (the first holdout's report half
 without them) and adversarial_holdout2_clean.jsonl (the second holdout without them),
-so the benchmark can report on requests whose intents the verifier never saw. Run from
+so the benchmark can report on requests whose intents no hand-written training file
+asks (QQP's training side is not compared). Run from
 the repository root after changing the training families or a holdout:
 `python -m benchmarks.data.training_overlap`.
 """
@@ -43,20 +44,42 @@ def overlapping_families(holdout: list[dict], training_texts: list[str]) -> dict
     return dict(sorted(found.items()))
 
 
+def training_sources() -> list[Path]:
+    """The hand-written training files: families and adversarial pairs (QQP's training side
+    and the generated pairs are not compared)."""
+    from inference.train_verifier import DEFAULT_ADVERSARIAL, DEFAULT_FAMILIES
+
+    return [*DEFAULT_FAMILIES, DEFAULT_ADVERSARIAL]
+
+
+def training_texts() -> list[str]:
+    from inference.pair_data import read_pairs
+
+    *families, adversarial = training_sources()
+    texts = [row["text"] for path in families for row in read_workload(path)]
+    texts += [text for pair in read_pairs(adversarial) for text in (pair["a"], pair["b"])]
+    return list(dict.fromkeys(texts))
+
+
 def main() -> None:
     quiet_environment()
-    from inference.train_verifier import DEFAULT_FAMILIES
-
-    training = list(dict.fromkeys(row["text"] for path in DEFAULT_FAMILIES for row in read_workload(path)))
-    record: dict = {"overlap_cosine": OVERLAP_COSINE, "holdouts": {}}
+    training = training_texts()
+    record: dict = {
+        "overlap_cosine": OVERLAP_COSINE,
+        "training_files": [str(path.relative_to(HERE.parents[1])) for path in training_sources()],
+        "holdouts": {},
+    }
+    outputs: dict[str, str] = {}
     for holdout, (to_clean, clean_file) in CLEANED.items():
         found = overlapping_families(read_workload(HERE / holdout), training)
         record["holdouts"][holdout] = found
         rows = read_workload(HERE / to_clean)
         clean = [row for row in rows if family_of(row["group"]) not in found]
-        (HERE / clean_file).write_text("".join(json.dumps(r) + "\n" for r in clean))
+        outputs[clean_file] = "".join(json.dumps(r) + "\n" for r in clean)
         print(f"{holdout}: {len(found)} families overlap training; {to_clean} {len(rows)} -> {len(clean)} requests")
-    (HERE / "holdout_training_overlap.json").write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
+    outputs["holdout_training_overlap.json"] = json.dumps(record, indent=1, ensure_ascii=False) + "\n"
+    for name, text in outputs.items():  # written only once every holdout is read
+        (HERE / name).write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":
