@@ -30,48 +30,46 @@ CLEANED = {
 }
 
 
-def overlapping_families(holdout: list[dict], training_texts: list[str]) -> dict[str, list[dict]]:
-    texts = [row["text"] for row in holdout]
-    matrix, _ = embed_through_cache(texts + training_texts)
-    similarity = matrix[: len(texts)] @ matrix[len(texts) :].T
+def overlapping_families(holdout: list[dict], training: list[str], training_matrix) -> dict[str, list[dict]]:
+    """The holdout's families with a request within OVERLAP_COSINE of a training request
+    (`training_matrix`: the normalised embeddings of `training`, row for row)."""
+    matrix, _ = embed_through_cache([row["text"] for row in holdout])
+    similarity = matrix @ training_matrix.T
     closest = similarity.argmax(axis=1)
     found: dict[str, list[dict]] = {}
     for row, index, scores in zip(holdout, closest, similarity, strict=True):
         if scores[index] >= OVERLAP_COSINE:
             found.setdefault(family_of(row["group"]), []).append(
-                {"holdout": row["text"], "training": training_texts[index], "cosine": round(float(scores[index]), 3)}
+                {"holdout": row["text"], "training": training[index], "cosine": round(float(scores[index]), 3)}
             )
     return dict(sorted(found.items()))
 
 
-def training_sources() -> list[Path]:
-    """The hand-written training files: families and adversarial pairs (QQP's training side
-    and the generated pairs are not compared)."""
+def training_file_names() -> list[str]:
+    """The hand-written training files compared (QQP's training side and the generated
+    pairs are not), as the overlap record names them."""
     from inference.train_verifier import DEFAULT_ADVERSARIAL, DEFAULT_FAMILIES
 
-    return [*DEFAULT_FAMILIES, DEFAULT_ADVERSARIAL]
+    return [str(path.relative_to(HERE.parents[1])) for path in (*DEFAULT_FAMILIES, DEFAULT_ADVERSARIAL)]
 
 
 def training_texts() -> list[str]:
     from inference.pair_data import read_pairs
+    from inference.train_verifier import DEFAULT_ADVERSARIAL, DEFAULT_FAMILIES
 
-    *families, adversarial = training_sources()
-    texts = [row["text"] for path in families for row in read_workload(path)]
-    texts += [text for pair in read_pairs(adversarial) for text in (pair["a"], pair["b"])]
+    texts = [row["text"] for path in DEFAULT_FAMILIES for row in read_workload(path)]
+    texts += [text for pair in read_pairs(DEFAULT_ADVERSARIAL) for text in (pair["a"], pair["b"])]
     return list(dict.fromkeys(texts))
 
 
 def main() -> None:
     quiet_environment()
     training = training_texts()
-    record: dict = {
-        "overlap_cosine": OVERLAP_COSINE,
-        "training_files": [str(path.relative_to(HERE.parents[1])) for path in training_sources()],
-        "holdouts": {},
-    }
+    training_matrix, _ = embed_through_cache(training)  # once, for every holdout
+    record: dict = {"overlap_cosine": OVERLAP_COSINE, "training_files": training_file_names(), "holdouts": {}}
     outputs: dict[str, str] = {}
     for holdout, (to_clean, clean_file) in CLEANED.items():
-        found = overlapping_families(read_workload(HERE / holdout), training)
+        found = overlapping_families(read_workload(HERE / holdout), training, training_matrix)
         record["holdouts"][holdout] = found
         rows = read_workload(HERE / to_clean)
         clean = [row for row in rows if family_of(row["group"]) not in found]
