@@ -159,3 +159,49 @@ def perturbed_pairs(questions: list[str], count: int, seed: int = 0) -> list[dic
         if edited and edited != question:
             pairs.append({"a": question, "b": edited, "duplicate": False})
     return pairs
+
+
+_WORD = re.compile(r"\b[a-zA-Z]{3,}\b")
+
+
+def sibling_swapped_pairs(
+    duplicates: list[dict], count: int, vocabulary: set[str], seed: int = 0
+) -> list[dict]:
+    """`count` near misses made from paraphrase pairs: a noun both requests name is swapped,
+    in one of them, for another thing of the same kind (brake -> clutch, Paris -> Kabul).
+
+    The two requests stay worded differently, so the only way to tell them apart is to
+    check that each names the same things: what a cross-encoder trained on paraphrases
+    alone skips. Siblings come from WordNet's noun hierarchy, kept to `vocabulary` so the
+    swapped word is a common one.
+    """
+    from inference.wordnet import noun_siblings
+
+    rng = random.Random(seed)
+    pairs: list[dict] = []
+    attempts = 0
+    while duplicates and len(pairs) < count and attempts < count * 20:
+        attempts += 1
+        pair = rng.choice(duplicates)
+        one, other = (pair["a"], pair["b"]) if rng.random() < 0.5 else (pair["b"], pair["a"])
+        shared = sorted({w.lower() for w in _WORD.findall(one)} & {w.lower() for w in _WORD.findall(other)})
+        options = [
+            (word, [s for s in noun_siblings(word) if s in vocabulary])
+            for word in shared
+            if word in vocabulary
+        ]
+        options = [(word, siblings) for word, siblings in options if siblings]
+        if not options:
+            continue
+        word, siblings = rng.choice(options)
+        sibling = rng.choice(siblings)
+        swapped = re.sub(
+            rf"\b{word}\b",
+            lambda m, s=sibling: s.capitalize() if m.group(0)[0].isupper() else s,
+            other,
+            count=1,
+            flags=re.IGNORECASE,
+        )
+        if swapped != other:
+            pairs.append({"a": one, "b": swapped, "duplicate": False})
+    return pairs

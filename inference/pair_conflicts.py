@@ -17,6 +17,10 @@ vetoes a semantic hit whatever the score:
   EUR to USD).
 - units: each side names a different unit of one kind (Mbps / MB/s, Celsius /
   Fahrenheit, monthly / yearly, Friday / Monday).
+- substitution: the requests say the same content words in the same order but one,
+  swapped for a word that is not a synonym (brake fluid / transmission fluid, the
+  first / second man on the moon). Synonyms are WordNet's (inference/wordnet.py);
+  inflections, spelling variants and words of different parts of speech pass.
 
 Each check compares words present on one side only, so rewording that keeps the
 meaning (a different verb, another sentence shape) is not touched.
@@ -24,15 +28,18 @@ meaning (a different verb, another sentence shape) is not touched.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
+from difflib import SequenceMatcher
 from functools import lru_cache
 
 import numpy as np
 
 from inference.lexicon import (
     DIRECTION_WORDS,
+    LIGHT_WORDS,
     MONTHS,
     NEGATIONS,
     NUMBER_WORDS,
@@ -46,6 +53,7 @@ from inference.lexicon import (
     UNIT_KINDS,
     VARIANTS,
 )
+from inference.wordnet import lemmas, parts_of_speech, share_a_sense
 
 _CONTRACTIONS = (
     # A hedge in chatty padding negates nothing the request asks: "I honestly don't know which
@@ -73,6 +81,11 @@ _HYPHEN = re.compile(r"\b([a-z]+)-(?=[a-z])")
 _NEGATIVE_PREFIX = re.compile(
     r"^(?:un|non)(?!der|ion|ique|it|iver|ifor|ify|ix|icode|ited|animous|til|cle|to|less)[a-z]{4,}$"
 )
+# A shared start this long makes two words one family (develop / developer).
+_SHARED_STEM = 5
+# Spellings of one word (favourite / favorite, colour / color).
+_SPELLING_RATIO = 0.8
+_NOUN = frozenset({"n"})
 # Past this many differing content words, polarity and units are left to the model.
 REWORDED_LIMIT = 1000
 # How many words a thing on either side of a direction word can span ("a community college").
@@ -80,6 +93,12 @@ _PHRASE_WORDS = 3
 _DETERMINERS = frozenset("a an the my your our their his her its this that these those some".split())
 _DESTINATION_WORDS = frozenset({"to", "into", "onto", "toward", "towards", "->", "→"})
 _TOKEN = re.compile(r"->|→|[$€£¥%]|[a-z0-9]+(?:[./,][a-z0-9]+)*")
+# "25 degrees C", "25°F", "-40 deg F": the letter is the scale.
+_DEGREES = re.compile(r"(\d)\s*(?:°|\s+degrees?\s+|\s*deg\s+)([cfk])\b")
+_DEGREE_SCALES = {"c": "celsius", "f": "fahrenheit", "k": "kelvin"}
+# A word run into its number (python3, ps5, ipv6) reads as the word and the number:
+# "python3" = "Python 3", and "python3" / "Python 2" differ in number.
+_WORD_NUMBER = re.compile(r"^([a-z]{2,})(\d+)$")
 _DATE_ISO = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
 _DATE_SLASH = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{2,4})\b")
 _NUMBER = re.compile(r"^\d+(?:,\d{3})*(?:\.\d+)?$|^\d+(?:\.\d+)?$")
@@ -153,6 +172,7 @@ def words(text: str) -> list[str]:
         lowered = pattern.sub(replacement, lowered)
     lowered = _NOT_SUFFIX.sub(" not", lowered)
     lowered = _HYPHEN.sub(lambda m: m.group(1) + (" " if m.group(1) in NUMBER_WORDS else ""), lowered)
+    lowered = _DEGREES.sub(lambda m: f"{m.group(1)} degrees {_DEGREE_SCALES[m.group(2)]}", lowered)
     lowered = _DATE_ISO.sub(r"\1 \2 \3", lowered)
     lowered = _DATE_SLASH.sub(r"\1 \2 \3", lowered)
     return _TOKEN.findall(lowered)
@@ -169,6 +189,7 @@ class Reading:
     # number -> the unit written next to it ("250 euros", "$800", "180 degrees Celsius")
     quantities: dict[str, str]
     variants: frozenset[str]  # variant words right after a number or code (15 Pro, S23 Ultra)
+    versions: frozenset[str]  # numbers run into a word (py3, python2): a version, refined by 3.11
 
 
 def _number_value(token: str) -> float | None:
@@ -248,6 +269,7 @@ def read(text: str) -> Reading:
     numbers: Counter = Counter()
     codes: set[str] = set()
     quantities: dict[str, str] = {}
+    versions: set[str] = set()
     spelled = _SpelledNumber()
     for position, token in enumerate(tokens):
         if spelled.take(token):
@@ -278,6 +300,13 @@ def read(text: str) -> Reading:
             if suffix not in SCALE_SUFFIXES:
                 bases.append(base_form(suffix))
             continue
+        word_number = _WORD_NUMBER.match(token)
+        if word_number:
+            bases.append(base_form(word_number.group(1)))
+            version = _key(float(word_number.group(2)))
+            numbers[version] += 1
+            versions.add(version)
+            continue
         if _HAS_DIGIT.search(token):
             codes.add(_LEADING_ZEROS.sub("", token))  # S04E02 = S4E2
             continue
@@ -297,7 +326,9 @@ def read(text: str) -> Reading:
         for i, token in enumerate(tokens)
         if token in VARIANTS and i and _HAS_DIGIT.search(tokens[i - 1])
     )
-    return Reading(tuple(bases), numbers, frozenset(codes), negations, quantities, variants)
+    return Reading(
+        tuple(bases), numbers, frozenset(codes), negations, quantities, variants, frozenset(versions)
+    )
 
 
 def _only(one: tuple[str, ...], other: tuple[str, ...]) -> list[str]:
@@ -406,6 +437,64 @@ def _variant_added(ra: Reading, rb: Reading, only_a: list[str]) -> str | None:
     return None
 
 
+def _unrefined(numbers: Counter, reading: Reading, others: Counter) -> Counter:
+    """`numbers` less the versions the other side refines: py3 / Python 3.11, python2 / 2.7."""
+    refined = {v for v in reading.versions if any(o.startswith(v + ".") for o in others)}
+    return Counter({n: count for n, count in numbers.items() if n not in refined})
+
+
+def _content(bases: tuple[str, ...]) -> list[str]:
+    return [w for w in bases if w not in _STOPWORDS and w not in _DETERMINERS and w not in LIGHT_WORDS]
+
+
+def _related_forms(one: str, other: str) -> bool:
+    """One word made from the other (graduate / graduation, app / application) or spelled
+    another way (favourite / favorite): a rewording, not another thing."""
+    if not lemmas(one).isdisjoint(lemmas(other)):
+        return True
+    shared = len(os.path.commonprefix([one, other]))
+    shorter = min(len(one), len(other))
+    return (
+        shared >= _SHARED_STEM
+        or shared >= 0.75 * shorter
+        or (shorter >= _SHARED_STEM and SequenceMatcher(a=one, b=other).ratio() >= _SPELLING_RATIO)
+    )
+
+
+def _same_side(one: str, other: str) -> bool:
+    """Two words with a common opposite say the same (reduce / lower against raise,
+    safe / ok against toxic)."""
+    opposites = _opposites()
+    return not opposites.get(one, frozenset()).isdisjoint(opposites.get(other, frozenset()))
+
+
+def _substitution(ra: Reading, rb: Reading) -> tuple[str, str] | None:
+    """The one content word swapped, where the content words of both requests are the
+    same, in the same order, but for it (brake / transmission in "when is a brake fluid
+    flush due"), and the two words are not synonyms. Words WordNet does not list (most
+    names: Catalina / Mojave) count as nouns."""
+    content_a, content_b = _content(ra.bases), _content(rb.bases)
+    matcher = SequenceMatcher(a=content_a, b=content_b, autojunk=False)
+    edits = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if len(edits) != 1:
+        return None
+    kind, start_a, end_a, start_b, end_b = edits[0]
+    if kind != "replace" or end_a - start_a != 1 or end_b - start_b != 1:
+        return None
+    one, other = content_a[start_a], content_b[start_b]
+    # Opposites and un-/non- words are the polarity check's to judge: it lets "not safe" /
+    # "dangerous" and "uninstall" / "remove" pass on purpose.
+    if other in _opposites().get(one, ()) or _NEGATIVE_PREFIX.match(one) or _NEGATIVE_PREFIX.match(other):
+        return None
+    if _related_forms(one, other) or share_a_sense(one, other) or _same_side(one, other):
+        return None
+    # "return policy" / "return an item" swaps a noun for a noun; "compensation" / "sue"
+    # says the same thing with another part of speech, and passes.
+    if (parts_of_speech(one) or _NOUN).isdisjoint(parts_of_speech(other) or _NOUN):
+        return None
+    return one, other
+
+
 def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
     """Why `a` and `b` cannot share an answer, or None when no check objects.
 
@@ -416,6 +505,7 @@ def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
     max_changed = REWORDED_LIMIT if max_changed is None else max_changed
     ra, rb = read(a), read(b)
     numbers_a, numbers_b = ra.numbers - rb.numbers, rb.numbers - ra.numbers
+    numbers_a, numbers_b = _unrefined(numbers_a, ra, numbers_b), _unrefined(numbers_b, rb, numbers_a)
     if numbers_a and numbers_b:
         return f"different numbers: {_show(numbers_a)} / {_show(numbers_b)}"
     codes_a, codes_b = ra.codes - rb.codes, rb.codes - ra.codes
@@ -441,6 +531,9 @@ def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
     variant = _variant_added(ra, rb, only_a) or _variant_added(rb, ra, only_b)
     if variant:
         return f"a product variant on one side only: {variant}"
+    swapped = _substitution(ra, rb)
+    if swapped:
+        return f"one word swapped for another: {swapped[0]} / {swapped[1]}"
     return None
 
 
