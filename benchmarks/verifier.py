@@ -12,8 +12,12 @@
    families, benchmarks/data/holdout_report.jsonl) is replayed apart from the whole,
    and once more without the families whose intents also occur in training.
 3. A second held-out workload (benchmarks/data/adversarial_holdout2.jsonl), written by
-   helpers who saw neither the first holdout nor the training data, after the defaults
-   were chosen: replayed whole and without its families that overlap training.
+   helpers who saw neither the first holdout nor the training data, after session 3's
+   defaults were chosen: replayed whole and without its families that overlap training.
+   Its wrong hits were read in session 4, so it is no longer unseen.
+4. A third held-out workload (benchmarks/data/adversarial_holdout3.jsonl), written the
+   same way in session 4 before any model of that session was compared on it: the
+   clean yardstick now. Nothing is chosen from it.
 """
 
 from __future__ import annotations
@@ -35,9 +39,13 @@ WORKLOADS = {
     # The report half less the families whose intents a training family also asks
     # (benchmarks/data/training_overlap.py).
     "report_half_without_training_overlap": DATA / "holdout_report_clean.jsonl",
-    # A second holdout, written after the defaults were chosen and replayed only to report.
+    # A second holdout, written after session 3's defaults were chosen; its errors were read
+    # in session 4.
     "second_holdout": DATA / "adversarial_holdout2.jsonl",
     "second_holdout_without_training_overlap": DATA / "adversarial_holdout2_clean.jsonl",
+    # A third, written in session 4 and replayed only to report: the unseen one.
+    "third_holdout": DATA / "adversarial_holdout3.jsonl",
+    "third_holdout_without_training_overlap": DATA / "adversarial_holdout3_clean.jsonl",
     "whole": DATA / "adversarial_holdout.jsonl",
 }
 

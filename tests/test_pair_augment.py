@@ -1,0 +1,42 @@
+"""Training pairs made by editing real requests (inference/pair_augment.py)."""
+
+import re
+
+from inference.pair_augment import common_words, perturbed_pairs, sibling_swapped_pairs
+
+PARAPHRASES = [
+    {"a": "Which museums in Paris are open on Monday?", "b": "paris museums open monday", "duplicate": True},
+    {"a": "Can my dog eat grapes?", "b": "are grapes safe for a dog", "duplicate": True},
+]
+VOCABULARY = {"monday", "tuesday", "wednesday", "paris", "london", "rome", "dog", "wolf", "fox", "grapes"}
+
+
+def test_sibling_swaps_change_one_shared_noun_into_another_of_its_kind():
+    pairs = sibling_swapped_pairs(PARAPHRASES, 20, VOCABULARY, seed=3)
+    assert len(pairs) == 20 and not any(pair["duplicate"] for pair in pairs)
+    for pair in pairs:
+        source = next(p for p in PARAPHRASES if {p["a"], p["b"]} & {pair["a"], pair["b"]})
+        edited = pair["b"]
+        original = source["b"] if pair["a"] == source["a"] else source["a"]
+        before = re.findall(r"\w+", original.lower())
+        after = re.findall(r"\w+", edited.lower())
+        changed = [(x, y) for x, y in zip(before, after, strict=True) if x != y]
+        assert len(changed) == 1  # exactly one word swapped, the rest kept
+        word, sibling = changed[0]
+        assert sibling in VOCABULARY and word in pair["a"].lower()  # a shared word, a common sibling
+
+
+def test_sibling_swaps_need_a_shared_noun_with_a_known_sibling():
+    unrelated = [{"a": "How do I stay calm?", "b": "ways to relax quickly", "duplicate": True}]
+    assert sibling_swapped_pairs(unrelated, 5, VOCABULARY) == []
+
+
+def test_perturbed_pairs_are_mostly_near_misses_with_some_surface_variants():
+    questions = ["How do I increase my credit limit?", "Is it legal to drive from Paris to Rome?"] * 10
+    pairs = perturbed_pairs(questions, 50, seed=1)
+    assert len(pairs) == 50
+    assert any(pair["duplicate"] for pair in pairs) and sum(not pair["duplicate"] for pair in pairs) > 25
+
+
+def test_common_words_keep_frequent_words_only():
+    assert common_words(["the cat sat", "the cat ran", "a dog"], min_count=2) == {"the", "cat"}
