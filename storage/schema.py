@@ -48,7 +48,8 @@ TABLES: dict[str, str] = {
         semantic_threshold DOUBLE NOT NULL,
         semantic_verify BOOLEAN,
         semantic_verify_threshold DOUBLE,
-        semantic_skip_reason VARCHAR
+        semantic_skip_reason VARCHAR,
+        semantic_ambiguity_margin DOUBLE
     """,
     "quarantine": """
         partition VARCHAR NOT NULL,
