@@ -25,7 +25,7 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
             """
             SELECT r.request_id, r.key, r.model, r.model_version, r.params_json, r.prefix, r.input,
                    r.semantic_scope, r.semantic_threshold, r.semantic_verify,
-                   r.semantic_verify_threshold, r.semantic_ambiguity_margin, m.vector
+                   r.semantic_verify_threshold, m.vector
             FROM model_requests r
             JOIN exact_lookups e USING (partition, request_id)
             LEFT JOIN semantic_lookups s USING (partition, request_id)

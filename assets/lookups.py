@@ -112,7 +112,6 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
             """
             SELECT r.request_id, r.input, r.canonical_request, r.semantic_scope,
                    r.semantic_threshold, r.semantic_verify, r.semantic_verify_threshold,
-                   r.semantic_ambiguity_margin,
                    r.embedding_model, m.vector
             FROM model_requests r JOIN request_embeddings m USING (partition, request_id)
             WHERE r.partition = ?

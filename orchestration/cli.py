@@ -61,7 +61,6 @@ def _evaluate(args: argparse.Namespace) -> int:
         verify=False if args.no_verify else None,
         verify_threshold=args.verify_threshold,
         embedding_model=args.model,
-        ambiguity_margin=args.ambiguity_margin,
     )
     report = evaluate(settings, args.workload, namespace, args.store, tenant=args.tenant)
     if args.json:
@@ -152,12 +151,6 @@ def main(argv: list[str] | None = None) -> int:
     evaluate.add_argument("--threshold", type=float, default=None, help="cosine threshold")
     evaluate.add_argument("--verify-threshold", type=float, default=None)
     evaluate.add_argument("--no-verify", action="store_true", help="plain cosine, no pair verifier")
-    evaluate.add_argument(
-        "--ambiguity-margin",
-        type=float,
-        default=None,
-        help="leave a request unanswered when two candidates pass within this verifier margin (0: off)",
-    )
     evaluate.add_argument("--model", default=None, help="embedding model (from models.yaml)")
     evaluate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     evaluate.set_defaults(handler=_evaluate)

@@ -36,7 +36,6 @@ def effective_namespace(
     verify: bool | None = None,
     verify_threshold: float | None = None,
     embedding_model: str | None = None,
-    ambiguity_margin: float | None = None,
 ) -> NamespaceSettings:
     """The namespace's settings with the command line's overrides applied."""
     base = settings.namespace(namespace, tenant)
@@ -46,7 +45,6 @@ def effective_namespace(
         "verify": verify,
         "verify_threshold": verify_threshold,
         "embedding_model": embedding_model,
-        "ambiguity_margin": ambiguity_margin,
     }
     semantic = dataclasses.replace(semantic, **{k: v for k, v in changes.items() if v is not None})
     settings.embedding_model(semantic.embedding_model)  # a clear error for an unknown model
@@ -90,7 +88,6 @@ def evaluate(
         "threshold": semantic.threshold,
         "verify": semantic.verify,
         "verify_threshold": semantic.verify_threshold if semantic.verify else None,
-        "ambiguity_margin": semantic.ambiguity_margin if semantic.verify else None,
         "embedding_model": semantic.embedding_model,
         "store": str(store) if store else "temporary",
         "workload": str(workload),

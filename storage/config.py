@@ -18,8 +18,6 @@ MODELS_FILE = "models.yaml"
 NAMESPACES_FILE = "namespaces.yaml"
 BACKENDS = ("zero_shot_classifier", "causal_lm")
 EVICTION_POLICIES = ("lru", "lfu")
-# See SemanticSettings.ambiguity_margin; config/namespaces.yaml says how it was chosen.
-DEFAULT_AMBIGUITY_MARGIN = 0.2
 
 
 class ConfigError(ValueError):
@@ -68,9 +66,6 @@ class SemanticSettings:
     embedding_model: str
     verify: bool
     verify_threshold: float
-    # Two candidates that pass within this many points of verifier probability leave a
-    # request unanswered (storage/lookalikes.py); 0 turns it off.
-    ambiguity_margin: float = DEFAULT_AMBIGUITY_MARGIN
 
 
 @dataclass(frozen=True)
@@ -241,11 +236,6 @@ def _namespace_settings(name: str, values: dict[str, Any]) -> NamespaceSettings:
         raise ConfigError(
             f"namespace {name!r}: semantic.verify_threshold {verify_threshold} is not in [0, 1]"
         )
-    ambiguity_margin = float(semantic.get("ambiguity_margin", DEFAULT_AMBIGUITY_MARGIN))
-    if not 0.0 <= ambiguity_margin <= 1.0:
-        raise ConfigError(
-            f"namespace {name!r}: semantic.ambiguity_margin {ambiguity_margin} is not in [0, 1]"
-        )
     eviction = values.get("eviction", "lru")
     if eviction not in EVICTION_POLICIES:
         raise ConfigError(
@@ -263,7 +253,6 @@ def _namespace_settings(name: str, values: dict[str, Any]) -> NamespaceSettings:
             embedding_model=str(semantic.get("embedding_model", "all-MiniLM-L6-v2")),
             verify=bool(semantic.get("verify", True)),
             verify_threshold=verify_threshold,
-            ambiguity_margin=ambiguity_margin,
         ),
         labels=tuple(values.get("labels") or ()),
         max_entries=capacity.get("max_entries"),

@@ -75,7 +75,6 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
                 "semantic_verify": namespace.semantic.verify,
                 "semantic_verify_threshold": namespace.semantic.verify_threshold,
                 "semantic_skip_reason": skip_reason,
-                "semantic_ambiguity_margin": namespace.semantic.ambiguity_margin,
             }
         )
     schema = {
@@ -90,6 +89,5 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
         "semantic_verify": pl.Boolean,
         "semantic_verify_threshold": pl.Float64,
         "semantic_skip_reason": pl.String,
-        "semantic_ambiguity_margin": pl.Float64,
     }
     return pl.DataFrame(rows, schema=schema, orient="row")

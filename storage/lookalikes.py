@@ -4,10 +4,7 @@ Rows are taken in order. A row is answered by an earlier *leader* (a row that wa
 not itself answered by another) or by an external candidate (an entry already in
 the cache) when the similarity is at or above its threshold and the verifier
 accepts the pair, the verifier's surest choice first (then the most similar);
-otherwise it becomes a leader. A row that two candidates pass almost equally is
-ambiguous and becomes a leader too: the two were stored apart because they were
-judged different, so the row cannot mean the same as both, and the verifier is
-unsure which it does (see `ambiguity_margins`). This is what a cache
+otherwise it becomes a leader. This is what a cache
 replayed one request at a time would do; here it runs for a whole batch, with
 similarities computed as matrix products and the verifier called on all
 candidate pairs at once.
@@ -44,7 +41,6 @@ class Resolution:
     leader_row: int | None = None  # answered by this earlier row of the batch
     external: External | None = None  # answered by this cached entry
     best_similarity: float | None = None  # best similarity seen, also when not answered
-    ambiguous: bool = False  # two candidates passed within the ambiguity margin: not answered
 
     @property
     def is_leader(self) -> bool:
@@ -59,14 +55,11 @@ def resolve_lookalikes(
     verify_thresholds: Sequence[float],
     externals: Sequence[Sequence[External]] | None = None,
     fold_within: bool = True,
-    ambiguity_margins: Sequence[float] | None = None,
 ) -> list[Resolution]:
     """Resolve each row; `verify` None means no verification.
 
     With `fold_within`, rows may be answered by earlier rows (they must then share
-    one scope); without it, only by the external candidates given per row. With
-    verification, a row whose two best passing candidates score less than its
-    ambiguity margin apart is not answered (a margin of 0 turns this off).
+    one scope); without it, only by the external candidates given per row.
     """
     count = len(texts)
     externals = externals or [[] for _ in range(count)]
@@ -100,26 +93,23 @@ def resolve_lookalikes(
             if verify is not None and extra:
                 fresh = verify([(texts[row], texts[j]) for j in extra])
                 scores.update({(row, ("row", j)): float(s) for j, s in zip(extra, fresh, strict=True)})
-        passing: list[tuple[tuple[float, float], int | None, External | None]] = []
+        chosen, chosen_rank = None, None
         for similarity, leader, external in options:
             if leader is not None and not resolutions[leader].is_leader:
                 continue  # only rows that made their own call (leaders) answer others
             ref = ("row", leader) if leader is not None else ("external", id(external))
             score = 1.0 if verify is None else scores.get((row, ref), 0.0)
-            if score >= verify_thresholds[row]:
-                # The verifier's confidence ranks the candidates that pass it, then similarity.
-                passing.append(((score, similarity), leader, external))
-        passing.sort(key=lambda option: option[0], reverse=True)
-        chosen = (passing[0][1], passing[0][2]) if passing else None
-        margin = ambiguity_margins[row] if ambiguity_margins is not None else 0.0
-        ambiguous = verify is not None and len(passing) > 1 and passing[0][0][0] - passing[1][0][0] < margin
+            # The verifier's confidence ranks the candidates that pass it, then similarity.
+            rank = (score, similarity)
+            if score >= verify_thresholds[row] and (chosen_rank is None or rank > chosen_rank):
+                chosen, chosen_rank = (leader, external), rank
         seen = [e.similarity for e in externals[row]]
         if row and fold_within:
             seen.append(float(similarities[row, :row].max()))
         best_seen = max(seen, default=None)
-        if chosen is None or ambiguous:
+        if chosen is None:
             leaders.append(row)
-            resolutions.append(Resolution(best_similarity=best_seen, ambiguous=ambiguous))
+            resolutions.append(Resolution(best_similarity=best_seen))
         else:
             resolutions.append(
                 Resolution(leader_row=chosen[0], external=chosen[1], best_similarity=best_seen)
@@ -149,8 +139,7 @@ def fold_lookalike_misses(misses, verify: Verify | None) -> dict[bytes, bytes]:
     """Map each miss key answered by a look-alike to its leader's key.
 
     misses (a Polars frame, ordered): key, input, semantic_scope, semantic_threshold,
-    semantic_verify, semantic_verify_threshold, semantic_ambiguity_margin, vector (null
-    where semantic reuse is off).
+    semantic_verify, semantic_verify_threshold, vector (null where semantic reuse is off).
     Only rows of the same scope (tenant, namespace, model, version, params, prefix,
     embedding model) can fold together; identical keys are the caller's to fold.
     """
@@ -168,7 +157,6 @@ def fold_lookalike_misses(misses, verify: Verify | None) -> dict[bytes, bytes]:
             group["semantic_threshold"].to_list(),
             verify if group["semantic_verify"][0] else None,
             group["semantic_verify_threshold"].to_list(),
-            ambiguity_margins=group["semantic_ambiguity_margin"].to_list(),
         )
         for key, resolution in zip(keys, resolved, strict=True):
             if resolution.leader_row is not None:

@@ -53,13 +53,7 @@ def replay_workload(
     semantic = namespace.semantic
     embedding_cache = EmbeddingCache(stores.lance_folder, semantic.embedding_model, dimension)
     index = SemanticIndex(stores.lance_folder, semantic.embedding_model, dimension)
-    counts = {
-        "exact_hits": 0,
-        "semantic_hits": 0,
-        "right_semantic_hits": 0,
-        "recall_denominator": 0,
-        "ambiguous_not_served": 0,
-    }
+    counts = {"exact_hits": 0, "semantic_hits": 0, "right_semantic_hits": 0, "recall_denominator": 0}
     groups_with_entry: set[str] = set()
     with open_store(stores.duckdb_path) as con:
         for start in range(0, len(rows), block_size):
@@ -90,7 +84,6 @@ def replay_workload(
         "precision": _ratio(counts["right_semantic_hits"], semantic_hits),
         "recall": _ratio(counts["right_semantic_hits"], counts["recall_denominator"]),
         "recall_denominator": counts["recall_denominator"],
-        "ambiguous_not_served": counts["ambiguous_not_served"],
         "wrong_per_1000": _ratio(1000 * wrong, requests),
         "lookups_per_s": _ratio(requests, seconds),
         "seconds": seconds,
@@ -147,7 +140,6 @@ def _replay_block(
             verify if semantic.verify else None,
             [semantic.verify_threshold] * len(texts),
             externals=externals,
-            ambiguity_margins=[semantic.ambiguity_margin] * len(texts),
         )
         resolutions = dict(zip(unique_rows, resolved, strict=True))
     else:
@@ -174,7 +166,6 @@ def _replay_block(
                 served_group = block[unique_rows[resolution.leader_row]]["group"]
             counts["right_semantic_hits"] += served_group == row["group"]
             continue
-        counts["ambiguous_not_served"] += resolution is not None and resolution.ambiguous
         inserted.append(i)
         groups_with_entry.add(row["group"])
 

@@ -48,8 +48,7 @@ TABLES: dict[str, str] = {
         semantic_threshold DOUBLE NOT NULL,
         semantic_verify BOOLEAN,
         semantic_verify_threshold DOUBLE,
-        semantic_skip_reason VARCHAR,
-        semantic_ambiguity_margin DOUBLE
+        semantic_skip_reason VARCHAR
     """,
     "quarantine": """
         partition VARCHAR NOT NULL,

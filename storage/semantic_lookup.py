@@ -77,8 +77,8 @@ def lookup_semantic(
     before_partition: str | None = None,
 ) -> pl.DataFrame:
     """requests: request_id, input, canonical_request, semantic_scope, semantic_threshold,
-    semantic_verify, semantic_verify_threshold, semantic_ambiguity_margin; one row per
-    vector. `verify` scores input pairs; rows with semantic_verify false are not verified.
+    semantic_verify, semantic_verify_threshold; one row per vector. `verify` scores input
+    pairs; rows with semantic_verify false are not verified.
     Returns request_id, hit, best_similarity, served_key, answer_json."""
     if not requests.height:
         return pl.DataFrame(schema=RESULT_SCHEMA)
@@ -94,7 +94,6 @@ def lookup_semantic(
             part["semantic_verify_threshold"].to_list(),
             externals=[candidates[r] for r in rows],
             fold_within=False,
-            ambiguity_margins=part["semantic_ambiguity_margin"].to_list(),
         )
         for row, request_id, resolution in zip(rows, part["request_id"].to_list(), resolved, strict=True):
             served = resolution.external.ref if resolution.external else (None, None)

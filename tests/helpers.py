@@ -27,7 +27,6 @@ def request_rows(
     threshold: float = 0.9,
     verify: bool = False,
     verify_threshold: float = 0.5,
-    ambiguity_margin: float = 0.0,
 ) -> pl.DataFrame:
     return pl.DataFrame(
         {
@@ -35,7 +34,6 @@ def request_rows(
             "input": [x.input for x in identities],
             "semantic_verify": [verify] * len(identities),
             "semantic_verify_threshold": [verify_threshold] * len(identities),
-            "semantic_ambiguity_margin": [ambiguity_margin] * len(identities),
             "key": [cache_key(canonical_request(x)) for x in identities],
             "canonical_request": [canonical_request(x) for x in identities],
             "semantic_scope": [semantic_scope(x, EMBEDDER) for x in identities],

@@ -28,14 +28,6 @@ def test_bad_threshold_is_a_clear_error(tmp_path):
         load_settings(home=tmp_path)
 
 
-def test_ambiguity_margin_is_read_and_checked(tmp_path):
-    write_namespace_override(tmp_path, "strict", {"semantic": {"ambiguity_margin": 0.5}})
-    assert load_settings(home=tmp_path).namespace("strict").semantic.ambiguity_margin == 0.5
-    write_namespace_override(tmp_path, "x", {"semantic": {"ambiguity_margin": -0.1}})
-    with pytest.raises(ConfigError, match="ambiguity_margin -0.1 is not in"):
-        load_settings(home=tmp_path)
-
-
 def test_unknown_model_names_known_ones(settings):
     with pytest.raises(ConfigError, match="known models are intent-classifier, tiny-llm"):
         settings.model("gpt-imaginary")
