@@ -58,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     quiet_environment()
     from storage.semantic_index import ANN_MIN_SCOPE_ROWS, SemanticIndex
 
-    ann_min = args.ann_min_scope_rows or ANN_MIN_SCOPE_ROWS
+    ann_min = ANN_MIN_SCOPE_ROWS if args.ann_min_scope_rows is None else args.ann_min_scope_rows
 
     questions = qqp_questions()
     if args.vectors + args.queries > len(questions):

@@ -226,14 +226,14 @@ SCALES: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
 # fmt: on
 
 # Words too light to carry what a request asks about: prepositions, quantifiers, light
-# verbs. The substitution check looks past them, so "50 lb in kg" / "50 lb to kg" and
-# "how often" / "how many" are never read as one word swapped for another.
+# verbs (beside the stopwords and determiners pair_conflicts already skips). The
+# substitution check looks past them, so "50 lb in kg" / "50 lb to kg" and "how often" /
+# "how many" are never read as one word swapped for another.
 LIGHT_WORDS: frozenset[str] = frozenset(
-    """in on to into onto from at by for with without of off up down out over under about per via
-    vs versus many much often more most less few some any all each every no not than then also just
-    only very too really have has had get gets got getting need needs want wants make makes use using
-    used go going way ways thing things best good better ok okay there their them they he she him his
-    her im""".split()
+    """in on to into onto from without off up down out over under per via vs versus many much
+    often more most less few any all each every no not than then also just only very too
+    really have has had get gets got getting need needs want wants make makes use using used
+    go going way ways thing things best good better ok okay them they he she him im""".split()
 )
 
 # Words that name a variant of the product just before them (iPhone 15 / iPhone 15 Pro).

