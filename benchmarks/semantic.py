@@ -98,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
     top1 = {n.query_row: int.from_bytes(n.key, "big") for n in found}
     # Exact search under the same filter is what brute force with the mask computes.
     agree = sum(top1.get(q) == int(brute_best[q]) for q in range(args.queries))
+    largest_scope = int(np.bincount(table_tenants).max())
     report = {
         "vectors": args.vectors,
         "queries": args.queries,
@@ -112,10 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         "texts_embedded_now": embedded_now,
         "peak_rss_mb": peak_rss_mb(),
         "ann_min_scope_rows": ann_min,
-        "largest_scope_rows": int(np.bincount(table_tenants).max()),
+        "largest_scope_rows": largest_scope,
         "add_and_index_seconds": build_seconds,
         "method": "LanceDB IVF-HNSW-SQ index (cosine, ef 200) under the scope prefilter"
-        if np.bincount(table_tenants).max() >= ann_min
+        if largest_scope >= ann_min
         else "LanceDB table read once (whole, as the scopes hold most of it), split by scope, "
         "exact matrix product per scope",
     }

@@ -122,14 +122,10 @@ OPPOSITES: tuple[tuple[str, str], ...] = (
     ("safe", "toxic"),
     ("safe", "harmful"),
     ("safe", "poisonous"),
-    ("ok", "toxic"),
+    ("ok", "toxic"),  # "okay" is read as "ok"
     ("ok", "poisonous"),
     ("ok", "dangerous"),
     ("ok", "harmful"),
-    ("okay", "toxic"),
-    ("okay", "poisonous"),
-    ("okay", "dangerous"),
-    ("okay", "harmful"),
     ("lose", "find"),
     ("hire", "dismiss"),
     ("legal", "illegal"),
@@ -233,7 +229,7 @@ LIGHT_WORDS: frozenset[str] = frozenset(
     """in on to into onto from without off up down out over under per via vs versus many much
     often more most less few any all each every no not than then also just only very too
     really have has had get gets got getting need needs want wants make makes use using used
-    go going way ways thing things best good better ok okay them they he she him im""".split()
+    go going way ways thing things best good better ok them they he she him im""".split()
 )
 
 # Words that name a variant of the product just before them (iPhone 15 / iPhone 15 Pro).

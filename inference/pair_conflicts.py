@@ -69,8 +69,9 @@ _CONTRACTIONS = (
         ),
         "",
     ),
+    (re.compile(r"\bokay\b"), "ok"),
     # "Ok so which plants are toxic?": a discourse marker, not "ok" against "toxic".
-    (re.compile(r"(?:^|(?<=[.!?]\s))(?:ok|okay|alright)\b[,.!]?"), ""),
+    (re.compile(r"(?:^|(?<=[.!?]\s))(?:ok|alright)\b[,.!]?"), ""),
     (re.compile(r"\bcan'?t\b|\bcannot\b"), "can not"),
     (re.compile(r"\bwon'?t\b"), "will not"),
     # "Should I get a flu shot or not?" asks the same as "Should I get a flu shot?"
@@ -126,6 +127,10 @@ _STOPWORDS = frozenset(
     "must i me my we our you your it its this that these those what which who whom how why when where "
     "there here for with at by as if so s t about please".split()
 )
+
+
+# What the substitution check looks past: words that carry no content of their own.
+_NOT_CONTENT = _STOPWORDS | _DETERMINERS | LIGHT_WORDS
 
 
 def _inflections(word: str) -> set[str]:
@@ -460,7 +465,7 @@ def _unrefined(numbers: Counter, reading: Reading, others: Counter) -> Counter:
 
 
 def _content(bases: tuple[str, ...]) -> list[str]:
-    return [w for w in bases if w not in _STOPWORDS and w not in _DETERMINERS and w not in LIGHT_WORDS]
+    return [w for w in bases if w not in _NOT_CONTENT]
 
 
 def _related_forms(one: str, other: str) -> bool:

