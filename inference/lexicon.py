@@ -21,6 +21,7 @@ OPPOSITES: tuple[tuple[str, str], ...] = (
     ("early", "late"),
     ("earliest", "latest"),
     ("first", "last"),
+    ("first", "final"),
     ("next", "last"),
     ("next", "previous"),
     ("start", "stop"),
@@ -370,6 +371,13 @@ NUMBER_WORDS: dict[str, int] = {
     "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14,
     "fifteen": 15, "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20,
     "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+}
+# Ordinals read as the number they name: "the second man on the moon" / "the 1st man".
+ORDINAL_WORDS: dict[str, int] = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
+    "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12, "thirteenth": 13,
+    "fourteenth": 14, "fifteenth": 15, "sixteenth": 16, "seventeenth": 17, "eighteenth": 18,
+    "nineteenth": 19, "twentieth": 20,
 }
 # fmt: on
 SCALE_WORDS: dict[str, int] = {

@@ -45,6 +45,7 @@ from inference.lexicon import (
     NEGATIONS,
     NUMBER_WORDS,
     OPPOSITES,
+    ORDINAL_WORDS,
     REVERSIBLE,
     SCALE_SUFFIXES,
     SCALE_WORDS,
@@ -120,6 +121,8 @@ _NUMBER = re.compile(r"^\d+(?:,\d{3})*(?:\.\d+)?$|^\d+(?:\.\d+)?$")
 _NUMBER_WITH_SUFFIX = re.compile(r"^(\d+(?:\.\d+)?)([a-z/]+)$")
 _ZERO_FRACTION = re.compile(r"\.0+$")
 _ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th|s)$")
+# Before "second", these make it the unit of time: "30 second", "per second", "wait a second".
+_BEFORE_SECOND_OF_TIME = frozenset({"per", "a", "one", "split"}) | frozenset(NUMBER_WORDS)
 _HAS_DIGIT = re.compile(r"\d")
 _LEADING_ZEROS = re.compile(r"(?<!\d)0+(?=\d)")
 _STOPWORDS = frozenset(
@@ -282,6 +285,12 @@ class _SpelledNumber:
         return _key(value)
 
 
+def _second_of_time(tokens: list[str], position: int) -> bool:
+    previous = tokens[position - 1] if position else ""
+    of_time = previous in _BEFORE_SECOND_OF_TIME or bool(_HAS_DIGIT.search(previous))
+    return tokens[position] == "second" and of_time
+
+
 @lru_cache(maxsize=65536)
 def read(text: str) -> Reading:
     """A text's reading; cached, since a request is compared with many candidates."""
@@ -301,6 +310,10 @@ def read(text: str) -> Reading:
             unit = _unit_near(bases, tokens, position - 1)
             if unit:
                 quantities.setdefault(key, unit)
+        if token in ORDINAL_WORDS and not _second_of_time(tokens, position):
+            numbers[_key(ORDINAL_WORDS[token])] += 1  # "second" = "2nd"
+            bases.append(token)  # and still a word: first / last are opposites
+            continue
         value = _number_value(token)
         if value is not None:
             following = tokens[position + 1] if position + 1 < len(tokens) else ""

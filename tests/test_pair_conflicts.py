@@ -25,7 +25,11 @@ NEAR_MISSES = [
     ("What's the weather in Oslo today?", "What's the weather in Oslo tomorrow?", "different units"),
     ("iPhone 15 Pro battery capacity", "iPhone 15 battery capacity", "variant"),
     ("When is a brake fluid flush due?", "When is a transmission fluid flush due?", "brake / transmission"),
-    ("Who was the first man on the moon?", "Who was the second man on the moon?", "another: first / second"),
+    # Spelled ordinals are numbers: "second" = "2nd".
+    ("Who was the first man on the moon?", "Who was the second man on the moon?", "different numbers: 1 / 2"),
+    ("Who was the second person to walk on the moon?", "first man on the moon", "different numbers"),
+    ("What does the second amendment protect?", "what does the 3rd amendment protect", "different numbers"),
+    ("date of the first Monday in September", "date of the final Monday in September", "opposites: first / final"),
     # Names WordNet does not list are compared as nouns.
     ("Default shell on macOS Ventura", "Default shell on macOS Monterey", "another: monterey / ventura"),
     ("Is a tomato a fruit?", "Is a tomato a vegetable?", "another: fruit / vegetable"),
@@ -78,6 +82,11 @@ PARAPHRASES = [
     ("python3 print without newline", "print without a newline in Python 3"),
     ("How much does $2,000 grow in a decade at 4%?", "$2,000 at 4% over ten years"),
     ("suppress the newline of print in py3", "In Python 3.11, how can I stop print() adding a line break?"),
+    # An ordinal spelled out or in digits is one number; "second" after a number is time.
+    ("What does the 2nd amendment protect?", "what does the second amendment protect"),
+    ("When is the 4th of July parade?", "when is the fourth of july parade"),
+    ("benefits of a 30 second plank", "30-second plank benefits"),
+    ("Wait a second, how do I reset my router?", "how do I reset my router"),
 ]
 
 
