@@ -14,29 +14,65 @@ import random
 import re
 from collections import Counter
 
-from inference.lexicon import OPPOSITES
-
-# Opposite pairs to swap in: the checks' own list (lexicon.OPPOSITES), plus pairs the
-# checks know by other rules, written in the surface forms a swap needs: scale ends
-# (more / less, higher / lower), a negative prefix (healthy / unhealthy), a negation
-# (with / without, can / cannot).
-_SURFACE_OPPOSITES = (
+ANTONYMS = [
     ("increase", "decrease"),
     ("more", "less"),
     ("over", "under"),
     ("above", "below"),
+    ("before", "after"),
+    ("buy", "sell"),
+    ("import", "export"),
+    ("upload", "download"),
+    ("enable", "disable"),
+    ("add", "remove"),
     ("maximum", "minimum"),
+    ("first", "last"),
+    ("cheap", "expensive"),
+    ("best", "worst"),
+    ("start", "stop"),
+    ("open", "close"),
+    ("win", "lose"),
+    ("positive", "negative"),
+    ("hot", "cold"),
+    ("easy", "hard"),
+    ("good", "bad"),
+    ("legal", "illegal"),
+    ("possible", "impossible"),
+    ("men", "women"),
+    ("male", "female"),
     ("boys", "girls"),
+    ("north", "south"),
+    ("east", "west"),
+    ("early", "late"),
+    ("fast", "slow"),
+    ("long", "short"),
     ("high", "low"),
     ("higher", "lower"),
     ("bigger", "smaller"),
     ("larger", "smaller"),
+    ("inside", "outside"),
+    ("send", "receive"),
+    ("private", "public"),
+    ("online", "offline"),
+    ("rich", "poor"),
+    ("true", "false"),
+    ("love", "hate"),
+    ("accept", "reject"),
+    ("always", "never"),
+    ("strong", "weak"),
+    ("safe", "dangerous"),
     ("healthy", "unhealthy"),
+    ("happy", "sad"),
+    ("old", "new"),
+    ("young", "old"),
+    ("win", "lose"),
+    ("pros", "cons"),
+    ("input", "output"),
     ("all", "any"),
+    ("most", "least"),
     ("with", "without"),
     ("can", "cannot"),
-)
-ANTONYMS = tuple(dict.fromkeys(OPPOSITES + _SURFACE_OPPOSITES))
+]
 QUALIFIERS = [
     " for kids",
     " for adults",
