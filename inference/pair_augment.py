@@ -14,6 +14,9 @@ import random
 import re
 from collections import Counter
 
+# Content-word swaps, in the surface forms a swap needs. Not lexicon.OPPOSITES: that list
+# holds base forms for the checks, and pairs such as in / out or on / off, which read
+# only next to the same word there, would garble most training questions here.
 ANTONYMS = [
     ("increase", "decrease"),
     ("more", "less"),

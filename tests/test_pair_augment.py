@@ -44,3 +44,22 @@ def test_perturbed_pairs_are_mostly_near_misses_with_some_surface_variants():
 
 def test_common_words_keep_frequent_words_only():
     assert common_words(["the cat sat", "the cat ran", "a dog"], min_count=2) == {"the", "cat"}
+
+
+def test_antonym_swaps_change_one_content_word_never_a_preposition():
+    import random
+
+    from inference.pair_augment import ANTONYMS, _antonym
+
+    assert not {"in", "out", "on", "off", "up", "down"} & {word for pair in ANTONYMS for word in pair}
+    question = "Can I buy the cheap one online in winter and sell it later?"
+    rng = random.Random(0)
+    swaps = {_antonym(question, rng) for _ in range(40)}
+    assert swaps >= {
+        "Can I sell the cheap one online in winter and sell it later?",
+        "Can I buy the expensive one online in winter and sell it later?",
+        "Can I buy the cheap one offline in winter and sell it later?",
+    }
+    for swapped in swaps:
+        changed = [(x, y) for x, y in zip(question.split(), swapped.split(), strict=True) if x != y]
+        assert len(changed) == 1
