@@ -8,6 +8,9 @@ vetoes a semantic hit whatever the score:
   ("March 3, 2025" = "2025-03-03", "five years" = "5 years"), each side has a
   number the other lacks. A number on one side only ("a cup" / "1 cup") is left
   to the model.
+- ordinals: each side names a position the other does not (the first / the second
+  man on the moon, a second / a 3rd booster). Ordinals are compared only with
+  ordinals: "first aid for a toddler" / "... for a 2 year old" is left alone.
 - codes: model or version codes differ (S23 / S24, Python2 / Python3).
 - polarity: an odd number of flips between the two, counting a negation on one
   side only and each word swapped for its opposite (increase / decrease,
@@ -18,8 +21,8 @@ vetoes a semantic hit whatever the score:
 - units: each side names a different unit of one kind (Mbps / MB/s, Celsius /
   Fahrenheit, monthly / yearly, Friday / Monday).
 - substitution: the requests say the same content words in the same order but one,
-  swapped for a word that is not a synonym (brake fluid / transmission fluid, the
-  first / second man on the moon). Synonyms are WordNet's (inference/wordnet.py);
+  swapped for a word that is not a synonym (brake fluid / transmission fluid, wired /
+  wireless headphones). Synonyms are WordNet's (inference/wordnet.py);
   inflections, spelling variants and words of different parts of speech pass.
 
 Each check compares words present on one side only, so most rewording that keeps
@@ -122,7 +125,9 @@ _NUMBER_WITH_SUFFIX = re.compile(r"^(\d+(?:\.\d+)?)([a-z/]+)$")
 _ZERO_FRACTION = re.compile(r"\.0+$")
 _ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th|s)$")
 # Before "second", these make it the unit of time: "30 second", "per second", "wait a second".
-_BEFORE_SECOND_OF_TIME = frozenset({"per", "a", "one", "split"}) | frozenset(NUMBER_WORDS)
+_BEFORE_SECOND_OF_TIME = frozenset({"per", "one", "split", "half", "leap"}) | frozenset(NUMBER_WORDS)
+_YEAR = re.compile(r"^\d{4}$")
+_NUMBERED_ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
 _HAS_DIGIT = re.compile(r"\d")
 _LEADING_ZEROS = re.compile(r"(?<!\d)0+(?=\d)")
 _STOPWORDS = frozenset(
@@ -214,6 +219,7 @@ class Reading:
     quantities: dict[str, str]
     variants: frozenset[str]  # variant words right after a number or code (15 Pro, S23 Ultra)
     versions: frozenset[str]  # numbers run into a word (py3, python2): a version, refined by 3.11
+    ordinals: Counter  # positions: "second" and "2nd" both give "2"
 
 
 def _number_value(token: str) -> float | None:
@@ -279,6 +285,14 @@ class _SpelledNumber:
             return True
         return False
 
+    def tens_only(self) -> bool:
+        """Only "twenty" .. "ninety" read so far: an ordinal may complete it ("twenty-first")."""
+        return self.active and not self.total and self.group in range(20, 100, 10)
+
+    def finish_with(self, ones: int) -> str:
+        self.group += ones
+        return self.finish()
+
     def finish(self) -> str:
         value = self.total + self.group
         self.total, self.group, self.active = 0, 0, False
@@ -286,9 +300,11 @@ class _SpelledNumber:
 
 
 def _second_of_time(tokens: list[str], position: int) -> bool:
+    """ "30 second plank", "per second", "a split second": the unit, not the ordinal.
+    A year before it ("2023 second quarter") leaves it an ordinal."""
     previous = tokens[position - 1] if position else ""
-    of_time = previous in _BEFORE_SECOND_OF_TIME or bool(_HAS_DIGIT.search(previous))
-    return tokens[position] == "second" and of_time
+    after_a_count = bool(_HAS_DIGIT.search(previous)) and not _YEAR.match(previous)
+    return tokens[position] == "second" and (previous in _BEFORE_SECOND_OF_TIME or after_a_count)
 
 
 @lru_cache(maxsize=65536)
@@ -300,9 +316,14 @@ def read(text: str) -> Reading:
     codes: set[str] = set()
     quantities: dict[str, str] = {}
     versions: set[str] = set()
+    ordinals: Counter = Counter()
     spelled = _SpelledNumber()
     for position, token in enumerate(tokens):
         if spelled.take(token):
+            continue
+        if token in ORDINAL_WORDS and spelled.tens_only() and ORDINAL_WORDS[token] < 10:
+            ordinals[spelled.finish_with(ORDINAL_WORDS[token])] += 1  # "twenty-second" = "22nd"
+            bases.append(token)
             continue
         if spelled.active:
             key = spelled.finish()
@@ -311,11 +332,13 @@ def read(text: str) -> Reading:
             if unit:
                 quantities.setdefault(key, unit)
         if token in ORDINAL_WORDS and not _second_of_time(tokens, position):
-            numbers[_key(ORDINAL_WORDS[token])] += 1  # "second" = "2nd"
-            bases.append(token)  # and still a word: first / last are opposites
+            ordinals[_key(ORDINAL_WORDS[token])] += 1
+            bases.append(token)  # still a word too: first / last are opposites
             continue
         value = _number_value(token)
         if value is not None:
+            if _NUMBERED_ORDINAL.match(token):
+                ordinals[_key(value)] += 1  # and a number, as it always was: "2nd" / "3rd"
             following = tokens[position + 1] if position + 1 < len(tokens) else ""
             # A decimal keeps its written form: version 3.10 is not 3.1. A number whose decimals
             # are all zeros is the whole number: $64.00 = $64, version 3.0 = version 3.
@@ -361,7 +384,14 @@ def read(text: str) -> Reading:
         if token in VARIANTS and i and _HAS_DIGIT.search(tokens[i - 1])
     )
     return Reading(
-        tuple(bases), numbers, frozenset(codes), negations, quantities, variants, frozenset(versions)
+        tuple(bases),
+        numbers,
+        frozenset(codes),
+        negations,
+        quantities,
+        variants,
+        frozenset(versions),
+        ordinals,
     )
 
 
@@ -552,6 +582,9 @@ def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
     numbers_a, numbers_b = _unrefined(numbers_a, ra, numbers_b), _unrefined(numbers_b, rb, numbers_a)
     if numbers_a and numbers_b:
         return f"different numbers: {_show(numbers_a)} / {_show(numbers_b)}"
+    ordinals_a, ordinals_b = ra.ordinals - rb.ordinals, rb.ordinals - ra.ordinals
+    if ordinals_a and ordinals_b:
+        return f"different ordinals: {_show(ordinals_a)} / {_show(ordinals_b)}"
     codes_a, codes_b = ra.codes - rb.codes, rb.codes - ra.codes
     if codes_a and codes_b:
         return f"different codes: {', '.join(sorted(codes_a))} / {', '.join(sorted(codes_b))}"
