@@ -307,6 +307,26 @@ def _second_of_time(tokens: list[str], position: int) -> bool:
     return tokens[position] == "second" and (previous in _BEFORE_SECOND_OF_TIME or after_a_count)
 
 
+def _beside_a_month(tokens: list[str], position: int) -> bool:
+    """An ordinal naming a day: "May fifth", "the fourth of July"."""
+    after = tokens[position + 1 : position + 3]
+    return (
+        (position > 0 and tokens[position - 1] in MONTHS)
+        or (after[:1] and after[0] in MONTHS)
+        or (len(after) == 2 and after[0] == "of" and after[1] in MONTHS)
+    )
+
+
+def _beside_an_ordinal(tokens: list[str], position: int) -> bool:
+    """A month with a spelled day beside it ("May fifth", "fourth of July"): a date."""
+    before = tokens[max(0, position - 2) : position]
+    return (
+        (position + 1 < len(tokens) and tokens[position + 1] in ORDINAL_WORDS)
+        or (before[-1:] and before[-1] in ORDINAL_WORDS)
+        or (len(before) == 2 and before[1] == "of" and before[0] in ORDINAL_WORDS)
+    )
+
+
 @lru_cache(maxsize=65536)
 def read(text: str) -> Reading:
     """A text's reading; cached, since a request is compared with many candidates."""
@@ -333,7 +353,10 @@ def read(text: str) -> Reading:
                 quantities.setdefault(key, unit)
         if token in ORDINAL_WORDS and not _second_of_time(tokens, position):
             ordinals[_key(ORDINAL_WORDS[token])] += 1
-            bases.append(token)  # still a word too: first / last are opposites
+            if _beside_a_month(tokens, position):
+                numbers[_key(ORDINAL_WORDS[token])] += 1  # a day, as a number: "May fifth" = "May 5"
+            else:
+                bases.append(token)  # still a word too: first / last are opposites
             continue
         value = _number_value(token)
         if value is not None:
@@ -370,7 +393,7 @@ def read(text: str) -> Reading:
         month = MONTHS.get(token)
         near_number = any(
             _HAS_DIGIT.search(tokens[p]) for p in (position - 1, position + 1) if 0 <= p < len(tokens)
-        )
+        ) or _beside_an_ordinal(tokens, position)
         if month is not None and (near_number or (len(token) > 3 and token != "march")):
             numbers[_key(month)] += 1
             continue

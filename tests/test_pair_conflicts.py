@@ -37,6 +37,9 @@ NEAR_MISSES = [
     ("How do I treat a second degree burn at home?", "home treatment for third degree burns", "ordinals"),
     ("Apple 2023 second quarter earnings", "Apple 2023 3rd quarter earnings", "different ordinals"),
     ("date of the first Monday in May", "date of the final Monday in May", "opposites: first / final"),
+    # A spelled day beside a month is a date.
+    ("Is the bank open on May fifth?", "Is the bank open on May 1?", "different numbers: 5 / 1"),
+    ("Which weekday is the Fourth of July in 2026?", "What day of the week is July 14, 2026?", "numbers"),
     # Names WordNet does not list are compared as nouns.
     ("Default shell on macOS Ventura", "Default shell on macOS Monterey", "another: monterey / ventura"),
     ("Is a tomato a fruit?", "Is a tomato a vegetable?", "another: fruit / vegetable"),
@@ -97,6 +100,8 @@ PARAPHRASES = [
     ("First aid for a toddler who swallowed a battery", "What to do if my 2 year old swallowed a battery"),
     ("Is second hand smoke harmful to a baby?", "Is passive smoking harmful to a 1 year old?"),
     ("My first marathon is on Sunday, what should I eat?", "what to eat before running 42 km"),
+    ("what day is the fourth of july 2026", "What day of the week is July 4, 2026?"),
+    ("Is the bank open on May fifth?", "is the bank open may 5th"),
 ]
 
 
