@@ -123,11 +123,10 @@ _DATE_SLASH = re.compile(r"\b(\d{1,2})/(\d{1,2})/(\d{2,4})\b")
 _NUMBER = re.compile(r"^\d+(?:,\d{3})*(?:\.\d+)?$|^\d+(?:\.\d+)?$")
 _NUMBER_WITH_SUFFIX = re.compile(r"^(\d+(?:\.\d+)?)([a-z/]+)$")
 _ZERO_FRACTION = re.compile(r"\.0+$")
-_ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th|s)$")
+_ORDINAL = re.compile(r"^(\d+)(st|nd|rd|th|s)$")  # "s": a decade (1990s), no position
 # Before "second", these make it the unit of time: "30 second", "per second", "wait a second".
 _BEFORE_SECOND_OF_TIME = frozenset({"per", "one", "split", "half", "leap"}) | frozenset(NUMBER_WORDS)
 _YEAR = re.compile(r"^\d{4}$")
-_NUMBERED_ORDINAL = re.compile(r"^(\d+)(?:st|nd|rd|th)$")
 _HAS_DIGIT = re.compile(r"\d")
 _LEADING_ZEROS = re.compile(r"(?<!\d)0+(?=\d)")
 _STOPWORDS = frozenset(
@@ -307,24 +306,16 @@ def _second_of_time(tokens: list[str], position: int) -> bool:
     return tokens[position] == "second" and (previous in _BEFORE_SECOND_OF_TIME or after_a_count)
 
 
-def _beside_a_month(tokens: list[str], position: int) -> bool:
-    """An ordinal naming a day: "May fifth", "the fourth of July"."""
-    after = tokens[position + 1 : position + 3]
-    return (
-        (position > 0 and tokens[position - 1] in MONTHS)
-        or (after[:1] and after[0] in MONTHS)
-        or (len(after) == 2 and after[0] == "of" and after[1] in MONTHS)
-    )
-
-
-def _beside_an_ordinal(tokens: list[str], position: int) -> bool:
-    """A month with a spelled day beside it ("May fifth", "fourth of July"): a date."""
-    before = tokens[max(0, position - 2) : position]
-    return (
-        (position + 1 < len(tokens) and tokens[position + 1] in ORDINAL_WORDS)
-        or (before[-1:] and before[-1] in ORDINAL_WORDS)
-        or (len(before) == 2 and before[1] == "of" and before[0] in ORDINAL_WORDS)
-    )
+def _beside(tokens: list[str], position: int, words: dict[str, int]) -> bool:
+    """A word of `words` right next to `position`, or across "of": a spelled day and its
+    month ("May fifth", "the fourth of July")."""
+    for step in (-1, 1):
+        near, far = position + step, position + 2 * step
+        if 0 <= near < len(tokens) and tokens[near] in words:
+            return True
+        if 0 <= far < len(tokens) and tokens[near] == "of" and tokens[far] in words:
+            return True
+    return False
 
 
 @lru_cache(maxsize=65536)
@@ -353,14 +344,15 @@ def read(text: str) -> Reading:
                 quantities.setdefault(key, unit)
         if token in ORDINAL_WORDS and not _second_of_time(tokens, position):
             ordinals[_key(ORDINAL_WORDS[token])] += 1
-            if _beside_a_month(tokens, position):
+            if _beside(tokens, position, MONTHS):
                 numbers[_key(ORDINAL_WORDS[token])] += 1  # a day, as a number: "May fifth" = "May 5"
             else:
                 bases.append(token)  # still a word too: first / last are opposites
             continue
         value = _number_value(token)
         if value is not None:
-            if _NUMBERED_ORDINAL.match(token):
+            numbered_ordinal = _ORDINAL.match(token)
+            if numbered_ordinal and numbered_ordinal.group(2) != "s":
                 ordinals[_key(value)] += 1  # and a number, as it always was: "2nd" / "3rd"
             following = tokens[position + 1] if position + 1 < len(tokens) else ""
             # A decimal keeps its written form: version 3.10 is not 3.1. A number whose decimals
@@ -393,7 +385,7 @@ def read(text: str) -> Reading:
         month = MONTHS.get(token)
         near_number = any(
             _HAS_DIGIT.search(tokens[p]) for p in (position - 1, position + 1) if 0 <= p < len(tokens)
-        ) or _beside_an_ordinal(tokens, position)
+        ) or _beside(tokens, position, ORDINAL_WORDS)
         if month is not None and (near_number or (len(token) > 3 and token != "march")):
             numbers[_key(month)] += 1
             continue
