@@ -124,6 +124,8 @@ _NUMBER = re.compile(r"^\d+(?:,\d{3})*(?:\.\d+)?$|^\d+(?:\.\d+)?$")
 _NUMBER_WITH_SUFFIX = re.compile(r"^(\d+(?:\.\d+)?)([a-z/]+)$")
 _ZERO_FRACTION = re.compile(r"\.0+$")
 _ORDINAL = re.compile(r"^(\d+)(st|nd|rd|th|s)$")  # "s": a decade (1990s), no position
+# "1st" read as the word it stands for too, so the opposites check sees "1st" / "final".
+_ORDINAL_WORD_OF = {value: word for word, value in ORDINAL_WORDS.items()}
 # Before "second", these make it the unit of time: "30 second", "per second", "wait a second".
 _BEFORE_SECOND_OF_TIME = frozenset({"per", "one", "split", "half", "leap"}) | frozenset(NUMBER_WORDS)
 _YEAR = re.compile(r"^\d{4}$")
@@ -354,6 +356,8 @@ def read(text: str) -> Reading:
             numbered_ordinal = _ORDINAL.match(token)
             if numbered_ordinal and numbered_ordinal.group(2) != "s":
                 ordinals[_key(value)] += 1  # and a number, as it always was: "2nd" / "3rd"
+                if value in _ORDINAL_WORD_OF and not _beside(tokens, position, MONTHS):
+                    bases.append(_ORDINAL_WORD_OF[value])
             following = tokens[position + 1] if position + 1 < len(tokens) else ""
             # A decimal keeps its written form: version 3.10 is not 3.1. A number whose decimals
             # are all zeros is the whole number: $64.00 = $64, version 3.0 = version 3.

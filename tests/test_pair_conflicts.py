@@ -37,6 +37,8 @@ NEAR_MISSES = [
     ("How do I treat a second degree burn at home?", "home treatment for third degree burns", "ordinals"),
     ("Apple 2023 second quarter earnings", "Apple 2023 3rd quarter earnings", "different ordinals"),
     ("date of the first Monday in May", "date of the final Monday in May", "opposites: first / final"),
+    ("date of the 1st Monday in May", "date of the final Monday in May", "opposites: first / final"),
+    ("the 1st day of school", "When is the last day of school?", "opposites: first / last"),
     # A spelled day beside a month is a date.
     ("Is the bank open on May fifth?", "Is the bank open on May 1?", "different numbers: 5 / 1"),
     ("Which weekday is the Fourth of July in 2026?", "What day of the week is July 14, 2026?", "numbers"),
@@ -102,6 +104,8 @@ PARAPHRASES = [
     ("My first marathon is on Sunday, what should I eat?", "what to eat before running 42 km"),
     ("what day is the fourth of july 2026", "What day of the week is July 4, 2026?"),
     ("Is the bank open on May fifth?", "is the bank open may 5th"),
+    ("what day is 4th july 2027", "2027-07-04 day of week"),
+    ("tips for my 1st marathon", "Any tips for running my first marathon?"),
 ]
 
 
