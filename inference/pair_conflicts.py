@@ -124,7 +124,6 @@ _NUMBER = re.compile(r"^\d+(?:,\d{3})*(?:\.\d+)?$|^\d+(?:\.\d+)?$")
 _NUMBER_WITH_SUFFIX = re.compile(r"^(\d+(?:\.\d+)?)([a-z/]+)$")
 _ZERO_FRACTION = re.compile(r"\.0+$")
 _ORDINAL = re.compile(r"^(\d+)(st|nd|rd|th|s)$")  # "s": a decade (1990s), no position
-# "1st" read as the word it stands for too, so the opposites check sees "1st" / "final".
 _ORDINAL_WORD_OF = {value: word for word, value in ORDINAL_WORDS.items()}
 # Before "second", these make it the unit of time: "30 second", "per second", "wait a second".
 _BEFORE_SECOND_OF_TIME = frozenset({"per", "one", "split", "half", "leap"}) | frozenset(NUMBER_WORDS)
@@ -221,6 +220,9 @@ class Reading:
     variants: frozenset[str]  # variant words right after a number or code (15 Pro, S23 Ultra)
     versions: frozenset[str]  # numbers run into a word (py3, python2): a version, refined by 3.11
     ordinals: Counter  # positions: "second" and "2nd" both give "2"
+    # "1st" as the word "first": for the opposites check only ("1st" / "last day"); the
+    # one-word swap check leaves it out, or "1st album" / "debut album" would be a swap.
+    ordinal_words: tuple[str, ...]
 
 
 def _number_value(token: str) -> float | None:
@@ -330,6 +332,7 @@ def read(text: str) -> Reading:
     quantities: dict[str, str] = {}
     versions: set[str] = set()
     ordinals: Counter = Counter()
+    ordinal_words: list[str] = []
     spelled = _SpelledNumber()
     for position, token in enumerate(tokens):
         if spelled.take(token):
@@ -357,7 +360,7 @@ def read(text: str) -> Reading:
             if numbered_ordinal and numbered_ordinal.group(2) != "s":
                 ordinals[_key(value)] += 1  # and a number, as it always was: "2nd" / "3rd"
                 if value in _ORDINAL_WORD_OF and not _beside(tokens, position, MONTHS):
-                    bases.append(_ORDINAL_WORD_OF[value])
+                    ordinal_words.append(_ORDINAL_WORD_OF[value])
             following = tokens[position + 1] if position + 1 < len(tokens) else ""
             # A decimal keeps its written form: version 3.10 is not 3.1. A number whose decimals
             # are all zeros is the whole number: $64.00 = $64, version 3.0 = version 3.
@@ -411,6 +414,7 @@ def read(text: str) -> Reading:
         variants,
         frozenset(versions),
         ordinals,
+        tuple(ordinal_words),
     )
 
 
@@ -608,8 +612,12 @@ def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
     if codes_a and codes_b:
         return f"different codes: {', '.join(sorted(codes_a))} / {', '.join(sorted(codes_b))}"
     only_a, only_b = _only(ra.bases, rb.bases), _only(rb.bases, ra.bases)
-    changed = [w for w in (*only_a, *only_b) if w not in _STOPWORDS and w not in _DETERMINERS]
-    swaps = _opposite_swaps(ra, rb, only_a, only_b)
+    with_ordinals_a = _only(ra.bases + ra.ordinal_words, rb.bases + rb.ordinal_words)
+    with_ordinals_b = _only(rb.bases + rb.ordinal_words, ra.bases + ra.ordinal_words)
+    changed = [
+        w for w in (*with_ordinals_a, *with_ordinals_b) if w not in _STOPWORDS and w not in _DETERMINERS
+    ]
+    swaps = _opposite_swaps(ra, rb, with_ordinals_a, with_ordinals_b)
     negation_flip = (ra.negations - rb.negations) % 2
     if len(changed) <= max_changed and (len(swaps) + negation_flip) % 2:
         if swaps:

@@ -106,6 +106,10 @@ PARAPHRASES = [
     ("Is the bank open on May fifth?", "is the bank open may 5th"),
     ("what day is 4th july 2027", "2027-07-04 day of week"),
     ("tips for my 1st marathon", "Any tips for running my first marathon?"),
+    # "1st" is read as "first" only by the opposites check, not by the one-word swap check.
+    ("Taylor Swift 1st album", "What was Taylor Swift's debut album?"),
+    ("King Charles III coronation", "King Charles the 3rd coronation"),
+    ("3rd trimester symptoms", "final trimester symptoms"),
 ]
 
 
