@@ -9,8 +9,9 @@ vetoes a semantic hit whatever the score:
   number the other lacks. A number on one side only ("a cup" / "1 cup") is left
   to the model.
 - ordinals: each side names a position the other does not (the first / the second
-  man on the moon, a second / a 3rd booster). Ordinals are compared only with
-  ordinals: "first aid for a toddler" / "... for a 2 year old" is left alone.
+  man on the moon, a second / a 3rd booster, the 2nd / the 2nd to last episode).
+  Ordinals are compared only with ordinals: "first aid for a toddler" / "... for a
+  2 year old" is left alone.
 - codes: model or version codes differ (S23 / S24, Python2 / Python3).
 - polarity: an odd number of flips between the two, counting a negation on one
   side only and each word swapped for its opposite (increase / decrease,
@@ -85,6 +86,8 @@ _CONTRACTIONS = (
 _NOT_SUFFIX = re.compile(r"n't\b")
 # "non-compete" = "noncompete", "wi-fi" = "wifi"; spelled numbers keep their parts ("twenty-five").
 _HYPHEN = re.compile(r"\b([a-z]+)-(?=[a-z])")
+# "second-to-last" keeps its words: a position counted from the end (see _from_the_end).
+_COUNTED_FROM_END = re.compile(r"\b([a-z0-9]+)-(to|from)-(last)\b")
 # unsafe, uninsured, nonprofit; not under, union, unique, unit, universe, uniform, until, uncle, unless.
 _NEGATIVE_PREFIX = re.compile(
     r"^(?:un|non)(?!der|ion|ique|it|iver|ifor|ify|ix|icode|ited|animous|til|cle|to|less)[a-z]{4,}$"
@@ -198,6 +201,7 @@ def words(text: str) -> list[str]:
     for pattern, replacement in _CONTRACTIONS:
         lowered = pattern.sub(replacement, lowered)
     lowered = _NOT_SUFFIX.sub(" not", lowered)
+    lowered = _COUNTED_FROM_END.sub(r"\1 \2 \3", lowered)
     lowered = _HYPHEN.sub(lambda m: m.group(1) + (" " if m.group(1) in NUMBER_WORDS else ""), lowered)
     for pattern, replacement in _TIME_SPANS:
         lowered = pattern.sub(replacement, lowered)
@@ -288,9 +292,32 @@ class _SpelledNumber:
             return True
         return False
 
-    def tens_only(self) -> bool:
-        """Only "twenty" .. "ninety" read so far: an ordinal may complete it ("twenty-first")."""
-        return self.active and not self.total and self.group in range(20, 100, 10)
+    def completes_with(self, ordinal: int, after_and: bool) -> bool:
+        """Whether an ordinal word ends the number read so far: "twenty-first" = 21st, "one
+        hundred twenty-first" = 121st, and after "and" a round hundred or thousand: "one
+        hundred and first" = 101st (but "one hundred first graders" are a hundred of them)."""
+        if not self.active:
+            return False
+        rest = self.group % 100
+        if rest == 0 and (self.group or self.total):
+            return after_and and ordinal < 100
+        return rest in range(20, 100, 10) and ordinal < 10
+
+    def continues_after_and(self, tokens: list[str], position: int) -> bool:
+        """ "one hundred and five" = 105, "two thousand and first": "and" joins a round hundred
+        or thousand to what is below it; "one hundred and two hundred" stays two numbers."""
+        if not self.active or self.group % 100 or not (self.group or self.total):
+            return False
+        following = position + 1
+        while following < len(tokens) and tokens[following] in NUMBER_WORDS:
+            if NUMBER_WORDS[tokens[following]] >= 100:
+                return False
+            following += 1
+        if following < len(tokens) and tokens[following] in SCALE_WORDS:
+            return False
+        return following > position + 1 or (
+            position + 1 < len(tokens) and tokens[position + 1] in ORDINAL_WORDS
+        )
 
     def finish_with(self, ones: int) -> str:
         self.group += ones
@@ -308,6 +335,17 @@ def _second_of_time(tokens: list[str], position: int) -> bool:
     previous = tokens[position - 1] if position else ""
     after_a_count = bool(_HAS_DIGIT.search(previous)) and not _YEAR.match(previous)
     return tokens[position] == "second" and (previous in _BEFORE_SECOND_OF_TIME or after_a_count)
+
+
+def _from_the_end(tokens: list[str], position: int) -> int:
+    """How many words after an ordinal count it from the end ("second to last", "3rd from
+    last", "second from the end"): 0 when none do."""
+    following = tuple(tokens[position + 1 : position + 4])
+    if following[:2] in (("to", "last"), ("from", "last")):
+        return 2
+    if following[:3] == ("from", "the", "end"):
+        return 3
+    return 0
 
 
 def _beside(tokens: list[str], position: int, words: dict[str, int]) -> bool:
@@ -334,10 +372,16 @@ def read(text: str) -> Reading:
     ordinals: Counter = Counter()
     ordinal_words: list[str] = []
     spelled = _SpelledNumber()
+    skipped_until = 0
     for position, token in enumerate(tokens):
+        if position < skipped_until:
+            continue
+        if token == "and" and spelled.continues_after_and(tokens, position):
+            continue
         if spelled.take(token):
             continue
-        if token in ORDINAL_WORDS and spelled.tens_only() and ORDINAL_WORDS[token] < 10:
+        after_and = position > 0 and tokens[position - 1] == "and"
+        if token in ORDINAL_WORDS and spelled.completes_with(ORDINAL_WORDS[token], after_and):
             ordinals[spelled.finish_with(ORDINAL_WORDS[token])] += 1  # "twenty-second" = "22nd"
             bases.append(token)
             continue
@@ -348,6 +392,11 @@ def read(text: str) -> Reading:
             if unit:
                 quantities.setdefault(key, unit)
         if token in ORDINAL_WORDS and not _second_of_time(tokens, position):
+            counted_back = _from_the_end(tokens, position)
+            if counted_back:
+                ordinals[f"{_key(ORDINAL_WORDS[token])} from the end"] += 1
+                skipped_until = position + 1 + counted_back
+                continue
             ordinals[_key(ORDINAL_WORDS[token])] += 1
             if _beside(tokens, position, MONTHS):
                 numbers[_key(ORDINAL_WORDS[token])] += 1  # a day, as a number: "May fifth" = "May 5"
@@ -357,6 +406,11 @@ def read(text: str) -> Reading:
         value = _number_value(token)
         if value is not None:
             numbered_ordinal = _ORDINAL.match(token)
+            counted_back = _from_the_end(tokens, position) if numbered_ordinal else 0
+            if numbered_ordinal and numbered_ordinal.group(2) != "s" and counted_back:
+                ordinals[f"{_key(value)} from the end"] += 1  # "2nd to last" = "second to last"
+                skipped_until = position + 1 + counted_back
+                continue
             if numbered_ordinal and numbered_ordinal.group(2) != "s":
                 ordinals[_key(value)] += 1  # and a number, as it always was: "2nd" / "3rd"
                 if value in _ORDINAL_WORD_OF and not _beside(tokens, position, MONTHS):

@@ -39,6 +39,14 @@ NEAR_MISSES = [
     ("date of the first Monday in May", "date of the final Monday in May", "opposites: first / final"),
     ("date of the 1st Monday in May", "date of the final Monday in May", "opposites: first / final"),
     ("the 1st day of school", "When is the last day of school?", "opposites: first / last"),
+    # A position counted from the end is another position.
+    (
+        "plot of the 2nd to last episode of Friends",
+        "plot of the 2nd episode of Friends",
+        "2 from the end / 2",
+    ),
+    ("the second-to-last Harry Potter book", "the second Harry Potter book", "different ordinals"),
+    ("hotels near the 101st street station", "hotels near the one hundred and second street station", "101"),
     # A spelled day beside a month is a date.
     ("Is the bank open on May fifth?", "Is the bank open on May 1?", "different numbers: 5 / 1"),
     ("Which weekday is the Fourth of July in 2026?", "What day of the week is July 14, 2026?", "numbers"),
@@ -110,6 +118,13 @@ PARAPHRASES = [
     ("Taylor Swift 1st album", "What was Taylor Swift's debut album?"),
     ("King Charles III coronation", "King Charles the 3rd coronation"),
     ("3rd trimester symptoms", "final trimester symptoms"),
+    # "and" inside a spelled number, and a position counted from the end however written.
+    ("one hundred and fifty dollars in euros", "150 USD to EUR"),
+    ("What happened on the one hundred and first day?", "what happened on day 101st"),
+    ("between one hundred and two hundred dollars", "between $100 and $200"),
+    ("two thousand and five film awards", "2005 film awards"),
+    ("the 2nd-to-last episode of Friends", "the second to last episode of Friends"),
+    ("the third from last chapter", "3rd to last chapter"),
 ]
 
 
@@ -131,6 +146,11 @@ def test_second_is_time_after_a_count_and_a_position_otherwise():
         assert not read(text).ordinals, text
     for text in ("my second monitor", "a second booster", "Apple 2023 second quarter", "the 2nd dose"):
         assert read(text).ordinals == {"2": 1}, text
+
+
+def test_a_round_hundred_and_an_ordinal_is_one_position_only_after_and():
+    assert read("the one hundred and first day").ordinals == {"101": 1}
+    assert read("one hundred first graders").numbers == {"100": 1}  # a hundred of them
 
 
 def test_numbers_are_read_alike_whatever_their_spelling():
