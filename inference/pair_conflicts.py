@@ -129,6 +129,7 @@ _ZERO_FRACTION = re.compile(r"\.0+$")
 _ORDINAL = re.compile(r"^(\d+)(st|nd|rd|th|s)$")  # "s": a decade (1990s), no position
 _ORDINAL_WORD_OF = {value: word for word, value in ORDINAL_WORDS.items()}
 # Before "second", these make it the unit of time: "30 second", "per second", "wait a second".
+_CURRENCY_SYMBOLS = frozenset("$€£¥")
 _BEFORE_SECOND_OF_TIME = frozenset({"per", "one", "split", "half", "leap"}) | frozenset(NUMBER_WORDS)
 _YEAR = re.compile(r"^\d{4}$")
 _HAS_DIGIT = re.compile(r"\d")
@@ -254,6 +255,8 @@ def _is_unit(base: str) -> bool:
 
 def _unit_near(bases: list[str], tokens: list[str], position: int) -> str | None:
     """The unit written right before a number ($800) or within two words after it (180 degrees Celsius)."""
+    if position and tokens[position - 1] in _CURRENCY_SYMBOLS:
+        return base_form(tokens[position - 1])  # "$250 in euros" is in dollars
     if bases and _is_unit(bases[-1]) and not bases[-1].isalpha():
         return bases[-1]
     for token in tokens[position + 1 : position + 3]:
@@ -263,7 +266,8 @@ def _unit_near(bases: list[str], tokens: list[str], position: int) -> str | None
 
 
 def _key(value: float) -> str:
-    return f"{value:g}" if abs(value) < 1e15 else str(value)
+    # 15 significant digits: 1,234,567 and 1,234,568 stay apart (":g" would round both to 1.23457e+06).
+    return f"{value:.15g}" if abs(value) < 1e15 else str(value)
 
 
 class _SpelledNumber:
@@ -337,14 +341,40 @@ def _second_of_time(tokens: list[str], position: int) -> bool:
     return tokens[position] == "second" and (previous in _BEFORE_SECOND_OF_TIME or after_a_count)
 
 
+# How an ordinal is counted from the end: "second to last", "2nd to the last", "third from
+# last", "second from the end", "second last".
+_FROM_THE_END = (
+    ("to", "the", "last"),
+    ("from", "the", "last"),
+    ("from", "the", "end"),
+    ("to", "last"),
+    ("from", "last"),
+    ("last",),
+)
+# After "to last" / "from last", these make "last" a verb or a time: "the first to last a year
+# in space", "the second to last longer", "the third from last year's class".
+_LAST_NOT_A_POSITION = frozenset(
+    {"a", "an", "longer", "for", "until", "through", "over", "night", "time", "weekend"}
+    | {"year", "years", "week", "weeks", "month", "months", "summer", "winter", "spring", "fall", "autumn"}
+)
+
+
+_FROM_THE_END_KEY = " from the end"
+_LAST = "1" + _FROM_THE_END_KEY
+
+
 def _from_the_end(tokens: list[str], position: int) -> int:
-    """How many words after an ordinal count it from the end ("second to last", "3rd from
-    last", "second from the end"): 0 when none do."""
-    following = tuple(tokens[position + 1 : position + 4])
-    if following[:2] in (("to", "last"), ("from", "last")):
-        return 2
-    if following[:3] == ("from", "the", "end"):
-        return 3
+    """How many words after the ordinal at `position` count it from the end, 0 when none do.
+    Beside a month it is a date ("from June 2nd to last Friday")."""
+    if _beside(tokens, position, MONTHS):
+        return 0
+    after = tokens[position + 1 : position + 5]
+    for phrase in _FROM_THE_END:
+        if tuple(after[: len(phrase)]) == phrase:
+            following = after[len(phrase)] if len(after) > len(phrase) else ""
+            if phrase[-1] == "last" and (following in _LAST_NOT_A_POSITION or _HAS_DIGIT.search(following)):
+                return 0
+            return len(phrase)
     return 0
 
 
@@ -378,11 +408,16 @@ def read(text: str) -> Reading:
             continue
         if token == "and" and spelled.continues_after_and(tokens, position):
             continue
+        if token in SCALE_WORDS and not spelled.active and position and tokens[position - 1] == "a":
+            spelled.take("one")  # "a hundred and fifty" = 150, "a thousand and one" = 1001
         if spelled.take(token):
             continue
         after_and = position > 0 and tokens[position - 1] == "and"
         if token in ORDINAL_WORDS and spelled.completes_with(ORDINAL_WORDS[token], after_and):
-            ordinals[spelled.finish_with(ORDINAL_WORDS[token])] += 1  # "twenty-second" = "22nd"
+            key = spelled.finish_with(ORDINAL_WORDS[token])  # "twenty-second" = "22nd"
+            counted_back = _from_the_end(tokens, position)
+            ordinals[key + _FROM_THE_END_KEY if counted_back else key] += 1
+            skipped_until = position + 1 + counted_back
             bases.append(token)
             continue
         if spelled.active:
@@ -391,10 +426,12 @@ def read(text: str) -> Reading:
             unit = _unit_near(bases, tokens, position - 1)
             if unit:
                 quantities.setdefault(key, unit)
+        if token in ("last", "final") and position and tokens[position - 1] == "the":
+            ordinals[_LAST] += 1  # "the last book" / "the second to last book"
         if token in ORDINAL_WORDS and not _second_of_time(tokens, position):
             counted_back = _from_the_end(tokens, position)
             if counted_back:
-                ordinals[f"{_key(ORDINAL_WORDS[token])} from the end"] += 1
+                ordinals[_key(ORDINAL_WORDS[token]) + _FROM_THE_END_KEY] += 1
                 skipped_until = position + 1 + counted_back
                 continue
             ordinals[_key(ORDINAL_WORDS[token])] += 1
@@ -408,7 +445,7 @@ def read(text: str) -> Reading:
             numbered_ordinal = _ORDINAL.match(token)
             counted_back = _from_the_end(tokens, position) if numbered_ordinal else 0
             if numbered_ordinal and numbered_ordinal.group(2) != "s" and counted_back:
-                ordinals[f"{_key(value)} from the end"] += 1  # "2nd to last" = "second to last"
+                ordinals[_key(value) + _FROM_THE_END_KEY] += 1  # "2nd to last" = "second to last"
                 skipped_until = position + 1 + counted_back
                 continue
             if numbered_ordinal and numbered_ordinal.group(2) != "s":
@@ -659,7 +696,7 @@ def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
     numbers_a, numbers_b = _unrefined(numbers_a, ra, numbers_b), _unrefined(numbers_b, rb, numbers_a)
     if numbers_a and numbers_b:
         return f"different numbers: {_show(numbers_a)} / {_show(numbers_b)}"
-    ordinals_a, ordinals_b = ra.ordinals - rb.ordinals, rb.ordinals - ra.ordinals
+    ordinals_a, ordinals_b = _positions(ra.ordinals, rb.ordinals), _positions(rb.ordinals, ra.ordinals)
     if ordinals_a and ordinals_b:
         return f"different ordinals: {_show(ordinals_a)} / {_show(ordinals_b)}"
     codes_a, codes_b = ra.codes - rb.codes, rb.codes - ra.codes
@@ -694,6 +731,16 @@ def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
     if swapped:
         return f"one word swapped for another: {swapped[0]} / {swapped[1]}"
     return None
+
+
+def _positions(own: Counter, other: Counter) -> Counter:
+    """The positions one side names and the other does not. A bare "the last" counts only
+    against another position from the end ("the second to last"): against "the third" it may
+    be the same one ("the final film" of a trilogy)."""
+    different = own - other
+    if not any(key.endswith(_FROM_THE_END_KEY) and key != _LAST for key in other):
+        del different[_LAST]
+    return different
 
 
 def _show(numbers: Counter) -> str:

@@ -39,6 +39,9 @@ NEAR_MISSES = [
     ("date of the first Monday in May", "date of the final Monday in May", "opposites: first / final"),
     ("date of the 1st Monday in May", "date of the final Monday in May", "opposites: first / final"),
     ("the 1st day of school", "When is the last day of school?", "opposites: first / last"),
+    ("the last Harry Potter book", "the second-to-last Harry Potter book", "different ordinals"),
+    ("days from June 2nd to last Friday", "days from June 3 to last Friday", "different numbers: 2 / 3"),
+    ("population of 1,234,567", "population of 1,234,568", "different numbers: 1234567 / 1234568"),
     # A position counted from the end is another position.
     (
         "plot of the 2nd to last episode of Friends",
@@ -125,6 +128,18 @@ PARAPHRASES = [
     ("two thousand and five film awards", "2005 film awards"),
     ("the 2nd-to-last episode of Friends", "the second to last episode of Friends"),
     ("the third from last chapter", "3rd to last chapter"),
+    ("plot of the second to the last episode of Friends", "plot of the 2nd last episode of Friends"),
+    ("the second from the last episode", "the second-to-last episode"),
+    ("June 2nd to last Friday", "June 2nd until last Friday"),
+    ("who was the first to last a year in space", "who was the first person to last a year in space"),
+    ("a hundred and fifty dollars", "$150"),
+    ("a thousand and one nights", "1001 nights"),
+    ("the final exam date", "when is the last exam"),
+    # A bare "the last" may be any position: only a position from the end contradicts it.
+    ("Oscars won by the third Lord of the Rings film", "Oscars won by the final film of the trilogy"),
+    ("third trimester symptoms", "symptoms in the last three months of pregnancy"),
+    # A currency symbol before a number is its unit, whatever unit follows.
+    ("How much is $250 in euros?", "How much is 250 dollars in euros?"),
 ]
 
 
