@@ -128,8 +128,8 @@ _NUMBER_WITH_SUFFIX = re.compile(r"^(\d+(?:\.\d+)?)([a-z/]+)$")
 _ZERO_FRACTION = re.compile(r"\.0+$")
 _ORDINAL = re.compile(r"^(\d+)(st|nd|rd|th|s)$")  # "s": a decade (1990s), no position
 _ORDINAL_WORD_OF = {value: word for word, value in ORDINAL_WORDS.items()}
-# Before "second", these make it the unit of time: "30 second", "per second", "wait a second".
 _CURRENCY_SYMBOLS = frozenset("$€£¥")
+# Before "second", these make it the unit of time: "30 second", "per second", "wait a second".
 _BEFORE_SECOND_OF_TIME = frozenset({"per", "one", "split", "half", "leap"}) | frozenset(NUMBER_WORDS)
 _YEAR = re.compile(r"^\d{4}$")
 _HAS_DIGIT = re.compile(r"\d")
@@ -341,6 +341,9 @@ def _second_of_time(tokens: list[str], position: int) -> bool:
     return tokens[position] == "second" and (previous in _BEFORE_SECOND_OF_TIME or after_a_count)
 
 
+# An ordinal counted from the end is keyed "2 from the end"; a bare "the last" is _LAST.
+_FROM_THE_END_KEY = " from the end"
+_LAST = "1" + _FROM_THE_END_KEY
 # How an ordinal is counted from the end: "second to last", "2nd to the last", "third from
 # last", "second from the end", "second last".
 _FROM_THE_END = (
@@ -357,10 +360,6 @@ _LAST_NOT_A_POSITION = frozenset(
     {"a", "an", "longer", "for", "until", "through", "over", "night", "time", "weekend"}
     | {"year", "years", "week", "weeks", "month", "months", "summer", "winter", "spring", "fall", "autumn"}
 )
-
-
-_FROM_THE_END_KEY = " from the end"
-_LAST = "1" + _FROM_THE_END_KEY
 
 
 def _from_the_end(tokens: list[str], position: int) -> int:
