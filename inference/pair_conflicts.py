@@ -128,7 +128,6 @@ _NUMBER_WITH_SUFFIX = re.compile(r"^(\d+(?:\.\d+)?)([a-z/]+)$")
 _ZERO_FRACTION = re.compile(r"\.0+$")
 _ORDINAL = re.compile(r"^(\d+)(st|nd|rd|th|s)$")  # "s": a decade (1990s), no position
 _ORDINAL_WORD_OF = {value: word for word, value in ORDINAL_WORDS.items()}
-_CURRENCY_SYMBOLS = frozenset("$€£¥")
 # Before "second", these make it the unit of time: "30 second", "per second", "wait a second".
 _BEFORE_SECOND_OF_TIME = frozenset({"per", "one", "split", "half", "leap"}) | frozenset(NUMBER_WORDS)
 _YEAR = re.compile(r"^\d{4}$")
@@ -253,12 +252,13 @@ def _is_unit(base: str) -> bool:
     return base in _unit_kinds()
 
 
-def _unit_near(bases: list[str], tokens: list[str], position: int) -> str | None:
+def _unit_near(tokens: list[str], position: int) -> str | None:
     """The unit written right before a number ($800) or within two words after it (180 degrees Celsius)."""
-    if position and tokens[position - 1] in _CURRENCY_SYMBOLS:
-        return base_form(tokens[position - 1])  # "$250 in euros" is in dollars
-    if bases and _is_unit(bases[-1]) and not bases[-1].isalpha():
-        return bases[-1]
+    # A symbol is read by its token: its base word ("$" -> "usd") would read like a word, and
+    # the unit after the number would win ("$250 in euros" is in dollars, not euros).
+    previous = tokens[position - 1] if position else ""
+    if previous and not previous.isalnum() and _is_unit(base_form(previous)):
+        return base_form(previous)
     for token in tokens[position + 1 : position + 3]:
         if _is_unit(base_form(token)):
             return base_form(token)
@@ -317,11 +317,10 @@ class _SpelledNumber:
             if NUMBER_WORDS[tokens[following]] >= 100:
                 return False
             following += 1
-        if following < len(tokens) and tokens[following] in SCALE_WORDS:
-            return False
-        return following > position + 1 or (
-            position + 1 < len(tokens) and tokens[position + 1] in ORDINAL_WORDS
-        )
+        after = tokens[following] if following < len(tokens) else ""
+        if following > position + 1:  # number words: "and five", but not "and two hundred"
+            return after not in SCALE_WORDS
+        return after in ORDINAL_WORDS  # "and first"
 
     def finish_with(self, ones: int) -> str:
         self.group += ones
@@ -360,6 +359,13 @@ _LAST_NOT_A_POSITION = frozenset(
     {"a", "an", "longer", "for", "until", "through", "over", "night", "time", "weekend"}
     | {"year", "years", "week", "weeks", "month", "months", "summer", "winter", "spring", "fall", "autumn"}
 )
+
+
+def _position(key: str, tokens: list[str], position: int) -> tuple[str, int]:
+    """The key of the ordinal at `position` ("2", or "2 from the end" where the words after it
+    say so) and how many of those words it takes."""
+    taken = _from_the_end(tokens, position)
+    return (key + _FROM_THE_END_KEY if taken else key), taken
 
 
 def _from_the_end(tokens: list[str], position: int) -> int:
@@ -413,27 +419,26 @@ def read(text: str) -> Reading:
             continue
         after_and = position > 0 and tokens[position - 1] == "and"
         if token in ORDINAL_WORDS and spelled.completes_with(ORDINAL_WORDS[token], after_and):
-            key = spelled.finish_with(ORDINAL_WORDS[token])  # "twenty-second" = "22nd"
-            counted_back = _from_the_end(tokens, position)
-            ordinals[key + _FROM_THE_END_KEY if counted_back else key] += 1
-            skipped_until = position + 1 + counted_back
+            # "twenty-second" = "22nd"
+            key, taken = _position(spelled.finish_with(ORDINAL_WORDS[token]), tokens, position)
+            ordinals[key] += 1
+            skipped_until = position + 1 + taken
             bases.append(token)
             continue
         if spelled.active:
             key = spelled.finish()
             numbers[key] += 1
-            unit = _unit_near(bases, tokens, position - 1)
+            unit = _unit_near(tokens, position - 1)
             if unit:
                 quantities.setdefault(key, unit)
         if token in ("last", "final") and position and tokens[position - 1] == "the":
             ordinals[_LAST] += 1  # "the last book" / "the second to last book"
         if token in ORDINAL_WORDS and not _second_of_time(tokens, position):
-            counted_back = _from_the_end(tokens, position)
-            if counted_back:
-                ordinals[_key(ORDINAL_WORDS[token]) + _FROM_THE_END_KEY] += 1
-                skipped_until = position + 1 + counted_back
+            key, taken = _position(_key(ORDINAL_WORDS[token]), tokens, position)
+            ordinals[key] += 1
+            if taken:
+                skipped_until = position + 1 + taken
                 continue
-            ordinals[_key(ORDINAL_WORDS[token])] += 1
             if _beside(tokens, position, MONTHS):
                 numbers[_key(ORDINAL_WORDS[token])] += 1  # a day, as a number: "May fifth" = "May 5"
             else:
@@ -442,13 +447,13 @@ def read(text: str) -> Reading:
         value = _number_value(token)
         if value is not None:
             numbered_ordinal = _ORDINAL.match(token)
-            counted_back = _from_the_end(tokens, position) if numbered_ordinal else 0
-            if numbered_ordinal and numbered_ordinal.group(2) != "s" and counted_back:
-                ordinals[_key(value) + _FROM_THE_END_KEY] += 1  # "2nd to last" = "second to last"
-                skipped_until = position + 1 + counted_back
-                continue
             if numbered_ordinal and numbered_ordinal.group(2) != "s":
-                ordinals[_key(value)] += 1  # and a number, as it always was: "2nd" / "3rd"
+                # and a number, as it always was ("2nd" / "3rd"), unless counted from the end
+                key, taken = _position(_key(value), tokens, position)
+                ordinals[key] += 1
+                if taken:
+                    skipped_until = position + 1 + taken
+                    continue
                 if value in _ORDINAL_WORD_OF and not _beside(tokens, position, MONTHS):
                     ordinal_words.append(_ORDINAL_WORD_OF[value])
             following = tokens[position + 1] if position + 1 < len(tokens) else ""
@@ -458,7 +463,7 @@ def read(text: str) -> Reading:
             written_decimal = "." in token and not _ZERO_FRACTION.search(token)
             key = token if written_decimal and following not in SCALE_WORDS else scaled
             numbers[key] += 1
-            unit = _unit_near(bases, tokens, position)
+            unit = _unit_near(tokens, position)
             if unit:
                 quantities.setdefault(key, unit)
             continue
