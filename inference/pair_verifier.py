@@ -81,17 +81,21 @@ class PairVerifier:
         (`vetoes=False` gives the learned score alone, for comparison).
 
         Each pair is read in a fixed order (sorted), so score(a, b) == score(b, a).
+        Vetoed pairs are never given to the model (the checks cost far less), and the
+        rest are batched by length so that little of each batch is padding.
         """
-        if not pairs:
-            return np.zeros(0, dtype=np.float32)
-        ordered = [tuple(sorted(pair)) for pair in pairs]
         scores = np.zeros(len(pairs), dtype=np.float32)
+        to_score = np.flatnonzero(~vetoed(pairs)) if vetoes else np.arange(len(pairs))
+        if not len(to_score):
+            return scores
+        ordered = [tuple(sorted(pairs[i])) for i in to_score]
+        lengths = [len(a) + len(b) for a, b in ordered]
+        by_length = np.argsort(lengths, kind="stable")
         with torch.inference_mode():
-            for start in range(0, len(ordered), SCORE_BATCH):
-                batch = ordered[start : start + SCORE_BATCH]
-                scores[start : start + len(batch)] = torch.sigmoid(self.logits(batch)).numpy()
-        if vetoes:
-            scores[vetoed(pairs)] = 0.0
+            for start in range(0, len(by_length), SCORE_BATCH):
+                batch = by_length[start : start + SCORE_BATCH]
+                logits = self.logits([ordered[i] for i in batch])
+                scores[to_score[batch]] = torch.sigmoid(logits).numpy()
         return scores
 
 

@@ -45,6 +45,39 @@ def test_a_vetoed_pair_is_never_accepted_whatever_the_model_says(verifier):
     assert verifier.score([pair])[0] == 0.0
 
 
+def test_a_batch_scores_each_pair_as_alone_and_never_runs_the_model_on_a_vetoed_one(verifier):
+    """Pairs are batched by length and vetoed ones skipped: each score must still land on
+    its own pair, equal to scoring that pair alone."""
+    pairs = [
+        ("How do I reset my password?", "How can I reset my password?"),
+        ("Reset after 3 failed attempts", "Reset after 5 failed attempts"),
+        ("cancel my order", "cancel my subscription"),
+        (
+            "What is the best way to learn to play the guitar as an adult with little free time?",
+            "How can a busy adult learn guitar?",
+        ),
+        ("weather tomorrow", "weather today"),
+    ]
+    alone = np.array([verifier.score([pair])[0] for pair in pairs])
+    together = verifier.score(pairs)
+    np.testing.assert_allclose(together, alone, atol=1e-5)
+    assert together[1] == 0.0 and together[0] > 0.5
+
+    seen: list[tuple[str, str]] = []
+    original = verifier.logits
+
+    def counting_logits(batch):
+        seen.extend(batch)
+        return original(batch)
+
+    verifier.logits = counting_logits
+    try:
+        verifier.score(pairs)
+    finally:
+        del verifier.logits
+    assert tuple(sorted(pairs[1])) not in seen and len(seen) == int((together > 0).sum())
+
+
 def test_the_training_record_says_how_it_was_made():
     record = training_record()
     assert record["qqp_heldout_pairs_not_trained_on"] > 0 and record["steps"] > 0
