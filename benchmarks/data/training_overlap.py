@@ -8,8 +8,8 @@ any of its requests has a training request at MiniLM cosine >= OVERLAP_COSINE.
 
 Writes holdout_training_overlap.json (per held-out workload, the overlapping families
 and their closest pairs), holdout_report_clean.jsonl (the first holdout's report half
-without them), adversarial_holdout2_clean.jsonl and adversarial_holdout3_clean.jsonl
-(the second and third holdouts without them),
+without them), adversarial_holdout2_clean.jsonl, adversarial_holdout3_clean.jsonl and
+adversarial_holdout4_clean.jsonl (the second, third and fourth holdouts without them),
 so the benchmark can report on requests whose intents no hand-written training file
 asks (QQP's training side is not compared). Run from
 the repository root after changing the training families or a holdout:
@@ -29,6 +29,7 @@ CLEANED = {
     "adversarial_holdout.jsonl": ("holdout_report.jsonl", "holdout_report_clean.jsonl"),
     "adversarial_holdout2.jsonl": ("adversarial_holdout2.jsonl", "adversarial_holdout2_clean.jsonl"),
     "adversarial_holdout3.jsonl": ("adversarial_holdout3.jsonl", "adversarial_holdout3_clean.jsonl"),
+    "adversarial_holdout4.jsonl": ("adversarial_holdout4.jsonl", "adversarial_holdout4_clean.jsonl"),
 }
 
 
