@@ -6,8 +6,9 @@
 2. The held-out adversarial workload (paraphrases mixed with near-miss wordings,
    written by hand apart from the verifier's rules and never trained on), replayed
    through the look-up path like `infercache evaluate`: plain cosine at 0.8 and 0.9,
-   the learned verifier alone, the conflict checks alone, and both (the shipped
-   defaults). The defaults were chosen on the odd-numbered families
+   the learned verifier alone, the conflict checks alone, both (the shipped
+   defaults), and both at strict thresholds (cosine 0.8, verifier 0.9). The
+   defaults were chosen on the odd-numbered families
    (benchmarks/data/holdout_tuning_pairs.jsonl); the report half (even-numbered
    families, benchmarks/data/holdout_report.jsonl) is replayed apart from the whole,
    and once more without the families whose intents also occur in training.
@@ -129,6 +130,10 @@ def adversarial_replay(settings, workload: Path, verifier) -> dict:
         "learned_verifier_only": ({}, lambda pairs: verifier.score(pairs, vetoes=False)),
         "conflict_checks_only": ({}, vetoes_only),
         "defaults_verifier_and_checks": ({}, verifier.score),
+        # Where a wrong answer costs much more than a model call. Chosen in session 8 on the
+        # pooled development workloads (tuning and report halves, second holdout, family files
+        # 29 to 34): the loosest grid setting whose pooled precision reached 0.97.
+        "strict_verifier_and_checks": ({"threshold": 0.8, "verify_threshold": 0.9}, verifier.score),
     }
     out = {}
     for name, (overrides, verify) in runs.items():
