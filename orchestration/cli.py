@@ -72,7 +72,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
 
 def _calibrate(args: argparse.Namespace) -> int:
-    from orchestration.evaluation import calibrate
+    from orchestration.evaluation import CalibrationSource, calibrate
     from storage.config import load_settings
     from storage.locations import StoreLocations
 
@@ -80,7 +80,7 @@ def _calibrate(args: argparse.Namespace) -> int:
     report = calibrate(
         load_settings(home=home),
         home,
-        args.pairs,
+        CalibrationSource(pairs=args.pairs, workload=args.workload),
         args.tenant,
         args.namespace,
         args.max_wrong_rate,
@@ -91,10 +91,11 @@ def _calibrate(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         chosen = report["chosen"]
-        print(
-            f"{report['pairs']} pairs ({report['duplicates']} duplicates), "
-            f"{report['embedded_now']} texts embedded now"
-        )
+        if "pairs" in report:
+            read = f"{report['pairs']} pairs ({report['duplicates']} duplicates)"
+        else:
+            read = f"{report['requests']} requests in {report['groups']} groups, replayed at each setting"
+        print(f"{read}, {report['embedded_now']} texts embedded now")
         print(f"{'threshold':>9} {'verify':>6} {'served':>7} {'precision':>9} {'recall':>7}")
         for point in report["curve_chosen"]:
             print(
@@ -155,13 +156,17 @@ def main(argv: list[str] | None = None) -> int:
     evaluate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     evaluate.set_defaults(handler=_evaluate)
     calibrate = commands.add_parser(
-        "calibrate", help="choose a namespace's semantic thresholds from labelled pairs"
+        "calibrate", help="choose a namespace's semantic thresholds from labelled pairs or a workload"
     )
-    calibrate.add_argument("--pairs", type=Path, required=True, help='JSONL rows {"a", "b", "duplicate"}')
+    source = calibrate.add_mutually_exclusive_group(required=True)
+    source.add_argument("--pairs", type=Path, help='JSONL rows {"a", "b", "duplicate"}')
+    source.add_argument(
+        "--workload", type=Path, help='JSONL rows {"text", "group"}, replayed in order at each setting'
+    )
     calibrate.add_argument("--tenant", required=True)
     calibrate.add_argument("--namespace", required=True)
     calibrate.add_argument("--max-wrong-rate", type=float, default=0.01)
-    calibrate.add_argument("--limit", type=int, default=None, help="use the first K pairs")
+    calibrate.add_argument("--limit", type=int, default=None, help="use the first K pairs or rows")
     calibrate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     calibrate.set_defaults(handler=_calibrate)
     ui = commands.add_parser("ui", help="start the Dagster UI over the same stores")

@@ -106,10 +106,27 @@ def _counting_vetoes(verify: Verify, vetoes: Counter) -> Verify:
     return counted
 
 
+@dataclasses.dataclass(frozen=True)
+class CalibrationSource:
+    """What calibration reads: labelled pairs {"a", "b", "duplicate"}, or a labelled
+    workload {"text", "group"} that is replayed at each setting (exactly one of them)."""
+
+    pairs: Path | None = None
+    workload: Path | None = None
+
+    def __post_init__(self) -> None:
+        if (self.pairs is None) == (self.workload is None):
+            raise ValueError("calibrate reads either --pairs or --workload: give exactly one")
+
+    @property
+    def path(self) -> Path:
+        return self.pairs or self.workload
+
+
 def calibrate(
     settings: Settings,
     home: Path,
-    pairs_path: Path,
+    source: CalibrationSource,
     tenant: str,
     namespace: str,
     max_wrong_rate: float,
@@ -119,10 +136,7 @@ def calibrate(
     """Pick and write the namespace's semantic settings; returns the choice and its curves."""
     from datetime import UTC, datetime
 
-    import numpy as np
-
-    from inference.pair_data import read_pairs
-    from storage.calibration import choose, curve, minimum_served, operating_points
+    from storage.calibration import choose, curve, minimum_served
     from storage.config import write_namespace_override
     from storage.embedding_cache import EmbeddingCache
 
@@ -132,28 +146,17 @@ def calibrate(
     model = current.semantic.embedding_model
     spec = settings.embedding_model(model)
     embedder = load_embedder(spec.engine, spec.model_folder)
-    pairs = read_pairs(pairs_path, limit=limit)
-    if not pairs:
-        raise ValueError(f"{pairs_path} holds no pairs")
-    texts = list(dict.fromkeys([p["a"] for p in pairs] + [p["b"] for p in pairs]))
     cache = EmbeddingCache(lance_folder, model, embedder.dimension)
-    matrix, embedded_now = cache.embed(texts, embedder)
-    position = {text: i for i, text in enumerate(texts)}
-    a = matrix[[position[p["a"]] for p in pairs]]
-    b = matrix[[position[p["b"]] for p in pairs]]
-    cosine = np.einsum("ij,ij->i", a, b)
-    duplicate = np.array([p["duplicate"] for p in pairs])
     verify = verifier_for(settings)
-    # The verifier only matters where some grid threshold could serve the pair.
-    scored = cosine >= min(COSINE_FLOOR, current.semantic.threshold)
-    scores = np.zeros(len(pairs), dtype=np.float32)
-    scores[scored] = verify([(p["a"], p["b"]) for p, s in zip(pairs, scored, strict=True) if s])
-    points = operating_points(cosine, scores, duplicate)
+    if source.pairs is not None:
+        points, counts = _pair_points(source.pairs, limit, cache, embedder, verify, current)
+    else:
+        points, counts = _workload_points(source.workload, limit, cache, embedder, verify)
     chosen = choose(points, max_wrong_rate)
     plain = choose([p for p in points if p.verify_threshold is None], max_wrong_rate)
     record = {
-        "pairs": str(pairs_path),
-        "pairs_used": len(pairs),
+        "source": str(source.path),
+        "read_as": "pairs" if source.pairs is not None else "workload replay",
         "max_wrong_rate": max_wrong_rate,
         "calibrated_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
@@ -176,11 +179,8 @@ def calibrate(
     return {
         "tenant": tenant,
         "namespace": namespace,
-        "pairs": len(pairs),
-        "duplicates": int(duplicate.sum()),
-        "texts": len(texts),
-        "embedded_now": embedded_now,
-        "max_wrong_rate": max_wrong_rate,
+        **record,
+        **counts,
         "minimum_served": minimum_served(max_wrong_rate),
         "chosen": None if chosen is None else {**chosen.__dict__, "wrong_rate": chosen.wrong_rate},
         "semantic_enabled": chosen is not None,
@@ -191,5 +191,63 @@ def calibrate(
     }
 
 
+def _pair_points(path: Path, limit, cache, embedder, verify: Verify, current: NamespaceSettings):
+    """Operating points over labelled pairs, and what was read."""
+    import numpy as np
+
+    from inference.pair_data import read_pairs
+    from storage.calibration import operating_points
+
+    pairs = read_pairs(path, limit=limit)
+    if not pairs:
+        raise ValueError(f"{path} holds no pairs")
+    texts = list(dict.fromkeys([p["a"] for p in pairs] + [p["b"] for p in pairs]))
+    matrix, embedded_now = cache.embed(texts, embedder)
+    position = {text: i for i, text in enumerate(texts)}
+    a = matrix[[position[p["a"]] for p in pairs]]
+    b = matrix[[position[p["b"]] for p in pairs]]
+    cosine = np.einsum("ij,ij->i", a, b)
+    duplicate = np.array([p["duplicate"] for p in pairs])
+    # The verifier only matters where some grid threshold could serve the pair.
+    scored = cosine >= min(COSINE_FLOOR, current.semantic.threshold)
+    scores = np.zeros(len(pairs), dtype=np.float32)
+    scores[scored] = verify([(p["a"], p["b"]) for p, s in zip(pairs, scored, strict=True) if s])
+    counts = {
+        "pairs": len(pairs),
+        "duplicates": int(duplicate.sum()),
+        "texts": len(texts),
+        "embedded_now": embedded_now,
+    }
+    return operating_points(cosine, scores, duplicate), counts
+
+
+def _workload_points(path: Path, limit, cache, embedder, verify: Verify):
+    """Operating points of the workload replayed at each setting, and what was read."""
+    from storage.calibration import replay_points
+
+    rows = read_workload(path)[:limit]
+    if not rows:
+        raise ValueError(f"{path} holds no rows")
+    texts = [row["text"] for row in rows]
+    distinct = list(dict.fromkeys(texts))
+    if len(distinct) > MAX_REPLAYED_TEXTS:
+        raise ValueError(
+            f"{path} holds {len(distinct)} distinct texts; a replay compares each with every "
+            f"other, so calibrate on at most {MAX_REPLAYED_TEXTS} (use --limit)"
+        )
+    matrix, embedded_now = cache.embed(distinct, embedder)
+    points = replay_points(texts, [row["group"] for row in rows], matrix, verify)
+    counts = {
+        "requests": len(rows),
+        "groups": len({row["group"] for row in rows}),
+        "texts": len(distinct),
+        "embedded_now": embedded_now,
+    }
+    return points, counts
+
+
+# A replay holds the similarity matrix of all distinct texts (10,000: 0.4 GB in float32) and
+# recomputes it at each of the grid's settings.
+MAX_REPLAYED_TEXTS = 10_000
 # Pairs below every grid threshold are never served: the verifier need not read them.
 COSINE_FLOOR = 0.5

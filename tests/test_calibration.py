@@ -1,8 +1,10 @@
-"""Choosing thresholds from labelled pairs (the selection logic, on made-up scores)."""
+"""Choosing thresholds from labelled pairs (the selection logic, on made-up scores) and
+from a labelled workload replayed at each setting (the real model and verifier)."""
 
 import numpy as np
+import pytest
 
-from storage.calibration import choose, minimum_served, operating_points
+from storage.calibration import choose, minimum_served, operating_points, replay_points
 
 
 def _pairs():
@@ -36,3 +38,46 @@ def test_too_few_served_pairs_never_qualify():
     duplicate = np.array([True] * 5 + [False] * 5)
     points = operating_points(np.full(10, 0.95), np.ones(10), duplicate)
     assert choose(points, 0.5) is None  # 10 served pairs are fewer than the 20 required
+
+
+@pytest.mark.slow
+def test_a_workload_replayed_at_each_setting_counts_what_evaluate_counts(tmp_path):
+    """The calibration replay and `evaluate` (real stores, real model and verifier) agree on
+    every count, repeats included, at a verified and at a plain setting."""
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    from inference.embedder import load_embedder
+    from orchestration.evaluation import evaluate, verifier_for
+    from storage.config import load_settings
+
+    source = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "holdout_report.jsonl"
+    rows = [json.loads(line) for line in source.read_text().splitlines()[:120]]
+    rows += rows[:25]  # repeats: of inserted texts (exact hits) and of served ones (semantic again)
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    settings = load_settings(home=tmp_path)
+    default = settings.namespace("default")
+    spec = settings.embedding_model(default.semantic.embedding_model)
+    embedder = load_embedder(spec.engine, spec.model_folder)
+    texts = [r["text"] for r in rows]
+    vectors = embedder(list(dict.fromkeys(texts)))
+    points = replay_points(
+        texts, [r["group"] for r in rows], vectors, verifier_for(settings), (0.7, 0.8), (None, 0.7)
+    )
+    by_setting = {(p.threshold, p.verify_threshold): p for p in points}
+    for threshold, verify_threshold in ((0.7, 0.7), (0.8, None)):
+        semantic = dataclasses.replace(
+            default.semantic,
+            threshold=threshold,
+            verify=verify_threshold is not None,
+            verify_threshold=verify_threshold or 0.0,
+        )
+        report = evaluate(settings, workload, dataclasses.replace(default, semantic=semantic), None)
+        point = by_setting[(threshold, verify_threshold)]
+        assert report["exact_hits"] > 0 and report["semantic_hits"] > 0
+        assert (point.served, point.right) == (report["semantic_hits"], report["right_semantic_hits"])
+        assert point.recall == pytest.approx(report["recall"])
+    verified, plain = by_setting[(0.7, 0.7)], by_setting[(0.8, None)]
+    assert verified.precision > plain.precision  # the near misses of this workload need the verifier

@@ -134,3 +134,45 @@ def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path)
     )
     second = _cli(tmp_path, *args)
     assert second["embedded_now"] == 0
+
+
+def test_calibrate_from_a_workload_replays_it_and_writes_what_it_chose(tmp_path):
+    asks = [f"How do I reset the password of account number {i}?" for i in range(30)]
+    rewordings = [f"How can I reset the password for account number {i}?" for i in range(30)]
+    rows = [{"text": t, "group": f"g{i}"} for i, t in enumerate(asks)]
+    rows += [{"text": t, "group": f"g{i}"} for i, t in enumerate(rewordings)]
+    workload = _workload(tmp_path, rows)
+    args = ("calibrate", "--workload", str(workload), "--tenant", "acme", "--namespace", "faq")
+    first = _cli(tmp_path, *args, "--max-wrong-rate", "0.05")
+    assert first["read_as"] == "workload replay" and first["requests"] == 60 and first["groups"] == 30
+    assert first["embedded_now"] == 60
+    chosen = first["chosen"]
+    assert chosen is not None and chosen["precision"] >= 0.95 and chosen["served"] >= 20
+    from storage.config import load_settings
+
+    tuned = load_settings(home=tmp_path).namespace("faq", "acme").semantic
+    assert (tuned.threshold, tuned.verify_threshold) == (chosen["threshold"], chosen["verify_threshold"])
+    second = _cli(tmp_path, *args, "--max-wrong-rate", "0.05")
+    assert second["embedded_now"] == 0 and second["chosen"] == chosen
+
+
+def test_calibrate_reads_pairs_or_a_workload_not_both(tmp_path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "orchestration.cli",
+            "calibrate",
+            "--pairs",
+            "p.jsonl",
+            "--workload",
+            "w.jsonl",
+        ]
+        + ["--tenant", "acme", "--namespace", "faq"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "INFERCACHE_HOME": str(tmp_path)},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2 and "not allowed with argument" in done.stderr
