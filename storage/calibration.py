@@ -40,6 +40,20 @@ class Operating:
     precision: float | None
     recall: float | None
 
+    @classmethod
+    def counted(
+        cls, threshold: float, verify_threshold: float | None, served: int, right: int, positives: int
+    ) -> Operating:
+        """A point from its counts; `positives` is recall's denominator."""
+        return cls(
+            threshold,
+            verify_threshold,
+            served,
+            right,
+            right / served if served else None,
+            right / positives if positives else None,
+        )
+
     @property
     def wrong_rate(self) -> float | None:
         return None if self.precision is None else 1.0 - self.precision
@@ -61,17 +75,8 @@ def operating_points(
         )
         for threshold in COSINE_GRID:
             served = accepted & (cosine >= threshold)
-            count, right = int(served.sum()), int((served & duplicate).sum())
-            points.append(
-                Operating(
-                    threshold,
-                    verify_threshold,
-                    count,
-                    right,
-                    right / count if count else None,
-                    right / positives if positives else None,
-                )
-            )
+            right = int((served & duplicate).sum())
+            points.append(Operating.counted(threshold, verify_threshold, int(served.sum()), right, positives))
     return points
 
 
@@ -141,16 +146,7 @@ def replay_points(
                 [verify_threshold or 0.0] * len(distinct),
             )
             served, right, eligible = _count_replay(texts, groups, position, resolutions, distinct_groups)
-            points.append(
-                Operating(
-                    threshold,
-                    verify_threshold,
-                    served,
-                    right,
-                    right / served if served else None,
-                    right / eligible if eligible else None,
-                )
-            )
+            points.append(Operating.counted(threshold, verify_threshold, served, right, eligible))
     return points
 
 
