@@ -163,14 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     quiet_environment()
-    from inference.pair_verifier import VERIFIER_BASE_MODEL, load_verifier, training_record
+    from inference.pair_verifier import VERIFIER_BASE_MODEL, load_verifier, shipped_records
     from storage.config import load_settings
 
     with tempfile.TemporaryDirectory() as home:
         settings = load_settings(home=Path(home))
         verifier = load_verifier(str(settings.embedding_model(VERIFIER_BASE_MODEL).model_folder()))
         report = {
-            "verifier": training_record(),
+            "verifier": shipped_records(),
             "qqp_heldout": qqp_heldout(args.qqp_limit, verifier, settings.namespace("default").semantic),
             "adversarial_holdout": {
                 name: adversarial_replay(settings, path, verifier) for name, path in WORKLOADS.items()

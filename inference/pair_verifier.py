@@ -22,6 +22,10 @@ import torch
 from inference.pair_conflicts import vetoed
 
 SHIPPED_MODEL = Path(__file__).resolve().parent / "verifier_model"
+# The shipped verifier averages the logits of two cross-encoders: 3 layers (trained longest)
+# and all 6 of MiniLM's. Together they served as many candidate pairs as the 3 layers alone
+# with fewer wrong (README, "How good it is"); each alone did not.
+SHIPPED_MODELS = (SHIPPED_MODEL, SHIPPED_MODEL.parent / "verifier_model_6_layers")
 WEIGHTS_FILE = "weights.safetensors"
 CONFIG_FILE = "config.json"
 RECORD_FILE = "training.json"
@@ -46,24 +50,18 @@ def build_cross_encoder(base_folder: Path, num_layers: int):
 
 
 class PairVerifier:
-    def __init__(self, model, tokenizer) -> None:
-        self.model = model.eval()
+    """One cross-encoder, or several whose logits are averaged (all on one tokenizer)."""
+
+    def __init__(self, models: list, tokenizer) -> None:
+        self.models = [model.eval() for model in models]
         self.tokenizer = tokenizer
 
     @classmethod
-    def load(cls, base_folder: Path, folder: Path = SHIPPED_MODEL) -> PairVerifier:
-        from safetensors import safe_open
-        from safetensors.torch import load_file
-        from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+    def load(cls, base_folder: Path, folders: tuple[Path, ...] = SHIPPED_MODELS) -> PairVerifier:
+        from transformers import AutoTokenizer
 
-        config = AutoConfig.from_pretrained(folder, local_files_only=True)
-        model = AutoModelForSequenceClassification.from_config(config)
-        state = {name: tensor.float() for name, tensor in load_file(folder / WEIGHTS_FILE).items()}
-        with safe_open(base_folder / "model.safetensors", "pt") as base:
-            state[WORD_EMBEDDINGS] = base.get_tensor(BASE_WORD_EMBEDDINGS)
-        model.load_state_dict(state)
         tokenizer = AutoTokenizer.from_pretrained(base_folder, local_files_only=True)
-        return cls(model, tokenizer)
+        return cls([_load_model(base_folder, folder) for folder in folders], tokenizer)
 
     def logits(self, pairs: list[tuple[str, str]]) -> torch.Tensor:
         encoded = self.tokenizer(
@@ -74,7 +72,7 @@ class PairVerifier:
             max_length=MAX_PAIR_TOKENS,
             return_tensors="pt",
         )
-        return self.model(**encoded).logits.squeeze(-1)
+        return torch.stack([model(**encoded).logits.squeeze(-1) for model in self.models]).mean(dim=0)
 
     def score(self, pairs: list[tuple[str, str]], vetoes: bool = True) -> np.ndarray:
         """Probability that each pair means the same; 0 where a conflict check vetoes it
@@ -99,16 +97,40 @@ class PairVerifier:
         return scores
 
 
+def _load_model(base_folder: Path, folder: Path):
+    """One cross-encoder from its folder, with the base model's (frozen, unshipped) word embeddings."""
+    from safetensors import safe_open
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    config = AutoConfig.from_pretrained(folder, local_files_only=True)
+    model = AutoModelForSequenceClassification.from_config(config)
+    state = {name: tensor.float() for name, tensor in load_file(folder / WEIGHTS_FILE).items()}
+    with safe_open(base_folder / "model.safetensors", "pt") as base:
+        state[WORD_EMBEDDINGS] = base.get_tensor(BASE_WORD_EMBEDDINGS)
+    model.load_state_dict(state)
+    return model
+
+
 def training_record(folder: Path = SHIPPED_MODEL) -> dict:
     return json.loads((folder / RECORD_FILE).read_text())
 
 
+def shipped_records() -> dict[str, dict]:
+    """How each member of the shipped verifier was trained, by folder name."""
+    return {folder.name: training_record(folder) for folder in SHIPPED_MODELS}
+
+
 @lru_cache(maxsize=2)
-def load_verifier(base_folder: str, folder: str = str(SHIPPED_MODEL)) -> PairVerifier:
-    """The verifier in `folder` (the shipped one by default), on the base model's embeddings."""
-    if not (Path(folder) / WEIGHTS_FILE).exists():
-        raise FileNotFoundError(
-            f"the pair verifier's weights are missing from {folder}: "
-            "train them with `python -m inference.train_verifier`"
-        )
-    return PairVerifier.load(Path(base_folder), Path(folder))
+def load_verifier(
+    base_folder: str, folders: tuple[str, ...] = tuple(map(str, SHIPPED_MODELS))
+) -> PairVerifier:
+    """The verifier made of the models in `folders` (the shipped ones by default), on the
+    base model's embeddings."""
+    for folder in folders:
+        if not (Path(folder) / WEIGHTS_FILE).exists():
+            raise FileNotFoundError(
+                f"the pair verifier's weights are missing from {folder}: "
+                "train them with `python -m inference.train_verifier`"
+            )
+    return PairVerifier.load(Path(base_folder), tuple(Path(folder) for folder in folders))

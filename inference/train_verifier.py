@@ -3,8 +3,10 @@
 Fine-tunes a cross-encoder initialised from the first layers of all-MiniLM-L6-v2
 on the training side of the QQP pairs (split by question, see pair_data) plus the
 project's own adversarial pairs, with the word embeddings frozen. Writes the
-shipped weights (fp16, without the word embeddings) and a record of how they were
-trained to inference/verifier_model/.
+weights (fp16, without the word embeddings) and a record of how they were trained
+to inference/verifier_model/ (the shipped 3-layer model) or to --out; the shipped
+6-layer model in inference/verifier_model_6_layers/ was made with --layers 6 (its
+record holds the command).
 """
 
 from __future__ import annotations
@@ -106,9 +108,13 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     base = _base_folder()
-    model = PairVerifier.load(base, args.init).model if args.init else build_cross_encoder(base, args.layers)
+    model = (
+        PairVerifier.load(base, (args.init,)).models[0]
+        if args.init
+        else build_cross_encoder(base, args.layers)
+    )
     model.get_input_embeddings().weight.requires_grad_(False)
-    verifier = PairVerifier(model, _tokenizer(base))
+    verifier = PairVerifier([model], _tokenizer(base))
     model.train()
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=args.lr, weight_decay=0.01)

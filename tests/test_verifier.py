@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
+import torch
 
-from inference.pair_verifier import SHIPPED_MODEL, load_verifier, training_record
+from inference.pair_verifier import SHIPPED_MODELS, load_verifier, shipped_records
 from storage.config import load_settings
 
 pytestmark = pytest.mark.slow
@@ -12,7 +13,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def verifier():
     base = load_settings().embedding_model("all-MiniLM-L6-v2").model_folder()
-    return load_verifier(str(base), str(SHIPPED_MODEL))
+    return load_verifier(str(base))
 
 
 def test_scores_are_symmetric_probabilities(verifier):
@@ -78,6 +79,15 @@ def test_a_batch_scores_each_pair_as_alone_and_never_runs_the_model_on_a_vetoed_
     assert tuple(sorted(pairs[1])) not in seen and len(seen) == int((together > 0).sum())
 
 
-def test_the_training_record_says_how_it_was_made():
-    record = training_record()
-    assert record["qqp_heldout_pairs_not_trained_on"] > 0 and record["steps"] > 0
+def test_each_shipped_model_has_a_record_of_how_it_was_made(verifier):
+    records = shipped_records()
+    assert len(records) == len(SHIPPED_MODELS) == len(verifier.models) == 2
+    for record in records.values():
+        assert record["qqp_heldout_pairs_not_trained_on"] > 0 and record["steps"] > 0
+    assert sorted(r["layers"] for r in records.values()) == [3, 6]
+
+
+def test_the_verifier_averages_its_models_logits(verifier):
+    pairs = [("How do I reset my password?", "How can I reset my password?"), ("cats", "dogs")]
+    alone = [type(verifier)([model], verifier.tokenizer).logits(pairs) for model in verifier.models]
+    assert torch.allclose(verifier.logits(pairs), (alone[0] + alone[1]) / 2, atol=1e-5)
