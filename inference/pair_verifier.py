@@ -121,16 +121,21 @@ def shipped_records() -> dict[str, dict]:
     return {folder.name: training_record(folder) for folder in SHIPPED_MODELS}
 
 
-@lru_cache(maxsize=2)
-def load_verifier(
-    base_folder: str, folders: tuple[str, ...] = tuple(map(str, SHIPPED_MODELS))
-) -> PairVerifier:
+def load_verifier(base_folder: str, folders: tuple[str, ...] | None = None) -> PairVerifier:
     """The verifier made of the models in `folders` (the shipped ones by default), on the
-    base model's embeddings."""
-    for folder in folders:
+    base model's embeddings; loaded once per process for the same folders."""
+    if isinstance(folders, str | Path):
+        raise TypeError(f"folders is a tuple of verifier folders, not one folder: pass ({str(folders)!r},)")
+    chosen = tuple(str(Path(folder).resolve()) for folder in (folders or SHIPPED_MODELS))
+    for folder in chosen:
         if not (Path(folder) / WEIGHTS_FILE).exists():
             raise FileNotFoundError(
                 f"the pair verifier's weights are missing from {folder}: "
                 "train them with `python -m inference.train_verifier`"
             )
+    return _load_verifier(str(Path(base_folder).resolve()), chosen)
+
+
+@lru_cache(maxsize=2)
+def _load_verifier(base_folder: str, folders: tuple[str, ...]) -> PairVerifier:
     return PairVerifier.load(Path(base_folder), tuple(Path(folder) for folder in folders))

@@ -15,6 +15,12 @@ from storage.config import NamespaceSettings, Settings
 from storage.lookalikes import Verify
 from storage.replay import ReplayStores, replay_workload
 
+# A replay holds the similarity matrix of all distinct texts (10,000: 0.4 GB in float32) and
+# recomputes it at each of the grid's settings.
+MAX_REPLAYED_TEXTS = 10_000
+# Pairs below every grid threshold are never served: the verifier need not read them.
+COSINE_FLOOR = 0.5
+
 
 def read_workload(path: Path) -> list[dict]:
     rows = []
@@ -142,6 +148,8 @@ def calibrate(
 
     if not 0 < max_wrong_rate < 1:
         raise ValueError(f"--max-wrong-rate must be between 0 and 1, got {max_wrong_rate}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"--limit must be a positive number of pairs or rows, got {limit}")
     current = settings.namespace(namespace, tenant)
     model = current.semantic.embedding_model
     spec = settings.embedding_model(model)
@@ -157,6 +165,7 @@ def calibrate(
     record = {
         "source": str(source.path),
         "read_as": "pairs" if source.pairs is not None else "workload replay",
+        "used": counts["pairs"] if source.pairs is not None else counts["requests"],
         "max_wrong_rate": max_wrong_rate,
         "calibrated_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
@@ -224,12 +233,13 @@ def _pair_points(path: Path, limit, cache, embedder, verify: Verify, current: Na
 def _workload_points(path: Path, limit, cache, embedder, verify: Verify):
     """Operating points of the workload replayed at each setting, and what was read."""
     from storage.calibration import replay_points
+    from storage.keys import normalized_text
 
     rows = read_workload(path)[:limit]
     if not rows:
         raise ValueError(f"{path} holds no rows")
     texts = [row["text"] for row in rows]
-    distinct = list(dict.fromkeys(texts))
+    distinct = list(dict.fromkeys(normalized_text(text) for text in texts))
     if len(distinct) > MAX_REPLAYED_TEXTS:
         raise ValueError(
             f"{path} holds {len(distinct)} distinct texts; a replay compares each with every "
@@ -244,10 +254,3 @@ def _workload_points(path: Path, limit, cache, embedder, verify: Verify):
         "embedded_now": embedded_now,
     }
     return points, counts
-
-
-# A replay holds the similarity matrix of all distinct texts (10,000: 0.4 GB in float32) and
-# recomputes it at each of the grid's settings.
-MAX_REPLAYED_TEXTS = 10_000
-# Pairs below every grid threshold are never served: the verifier need not read them.
-COSINE_FLOOR = 0.5

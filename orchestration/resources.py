@@ -32,6 +32,8 @@ class InferCacheResource(dg.ConfigurableResource):
 
     home: str
     config_dir: str | None = None
+    # A verifier folder (python -m inference.train_verifier --out) used alone instead of the
+    # shipped pair of models, e.g. to try a retrained one.
     verifier_folder: str | None = None
 
     @property

@@ -17,6 +17,7 @@ mean something.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass
 
@@ -111,20 +112,22 @@ def replay_points(
     verify: Verify | None,
     cosine_grid: tuple[float, ...] = REPLAY_COSINE_GRID,
     verify_grid: tuple[float | None, ...] = REPLAY_VERIFY_GRID,
+    block_size: int | None = None,
 ) -> list[Operating]:
     """Every setting of the grid replayed over a workload in order, counted as `evaluate`
-    counts: a repeat of an inserted text is an exact hit; a semantic hit is right when the
-    entry that served it is of the row's group; recall is over rows whose group already
-    had an entry. `vectors` holds one row per distinct text, in order of first appearance.
-    The verifier reads each candidate pair once, whatever the number of settings."""
-    distinct = list(dict.fromkeys(texts))
+    counts (storage/replay.py, whose block counting it shares): the workload goes in blocks,
+    each row seeing the entries of earlier blocks through the same nearest-candidate limit
+    as the semantic index, and the rows before it in its block. `vectors` holds one row per
+    distinct text (after Unicode normalisation, as keys are made), in order of first
+    appearance. The verifier reads each candidate pair once, whatever the number of settings."""
+    from storage.keys import normalized_text
+    from storage.replay import BLOCK_SIZE
+
+    keys = [normalized_text(text) for text in texts]
+    distinct = list(dict.fromkeys(keys))
     if len(distinct) != len(vectors):
         raise ValueError(f"{len(vectors)} vectors for {len(distinct)} distinct texts")
-    position = {text: i for i, text in enumerate(distinct)}
-    first_group = {}
-    for text, group in zip(texts, groups, strict=True):
-        first_group.setdefault(text, group)
-    distinct_groups = [first_group[text] for text in distinct]
+    row_of = {key: i for i, key in enumerate(distinct)}
     scored: dict[tuple[str, str], float] = {}
 
     def remembered(pairs: list[tuple[str, str]]) -> np.ndarray:
@@ -138,33 +141,80 @@ def replay_points(
         if verify_threshold is not None and verify is None:
             continue
         for threshold in cosine_grid:
-            resolutions = resolve_lookalikes(
-                vectors,
+            counts = _replay_counts(
+                keys,
+                groups,
                 distinct,
-                [threshold] * len(distinct),
+                vectors,
+                row_of,
+                threshold,
                 None if verify_threshold is None else remembered,
-                [verify_threshold or 0.0] * len(distinct),
+                verify_threshold or 0.0,
+                block_size or BLOCK_SIZE,
             )
-            served, right, eligible = _count_replay(texts, groups, position, resolutions, distinct_groups)
-            points.append(Operating.counted(threshold, verify_threshold, served, right, eligible))
+            points.append(
+                Operating.counted(
+                    threshold,
+                    verify_threshold,
+                    counts["semantic_hits"],
+                    counts["right_semantic_hits"],
+                    counts["recall_denominator"],
+                )
+            )
     return points
 
 
-def _count_replay(texts, groups, position, resolutions, distinct_groups) -> tuple[int, int, int]:
-    """Semantic hits, right ones, and the recall denominator of one replay."""
-    seen: set[str] = set()
+def _replay_counts(
+    keys, groups, distinct, vectors, row_of, threshold, verify, verify_threshold, block_size
+) -> dict:
+    """One replay in blocks, the store held in memory: entries are the rows that inserted."""
+    from storage.lookalikes import External
+    from storage.replay import count_block, rows_to_resolve
+    from storage.semantic_index import CANDIDATES_PER_QUERY
+
+    counts = {"exact_hits": 0, "semantic_hits": 0, "right_semantic_hits": 0, "recall_denominator": 0}
     groups_with_entry: set[str] = set()
-    served = right = eligible = 0
-    for text, group in zip(texts, groups, strict=True):
-        resolution = resolutions[position[text]]
-        repeat = text in seen
-        seen.add(text)
-        if repeat and resolution.is_leader:
-            continue  # an exact hit on the entry the first copy inserted
-        eligible += group in groups_with_entry
-        if resolution.is_leader:
-            groups_with_entry.add(group)
-            continue
-        served += 1
-        right += distinct_groups[resolution.leader_row] == group
-    return served, right, eligible
+    entry_keys: set[str] = set()
+    entry_rows: list[int] = []  # rows of `vectors`
+    entry_groups: list[str] = []
+    for start in range(0, len(keys), block_size):
+        block_keys, block_groups = keys[start : start + block_size], groups[start : start + block_size]
+        stored = [key in entry_keys for key in block_keys]
+        unique_rows = rows_to_resolve(block_keys, stored)
+        block_vectors = vectors[[row_of[block_keys[i]] for i in unique_rows]]
+        externals: list[list[External]] = [[] for _ in unique_rows]
+        if entry_rows and unique_rows:
+            similarities = block_vectors @ vectors[entry_rows].T
+            k = min(CANDIDATES_PER_QUERY, len(entry_rows))
+            nearest = np.argpartition(similarities, len(entry_rows) - k, axis=1)[:, len(entry_rows) - k :]
+            for query, columns in enumerate(nearest):
+                externals[query] = [
+                    External(distinct[entry_rows[c]], float(similarities[query, c]), entry_groups[c])
+                    for c in columns
+                ]
+        resolved = resolve_lookalikes(
+            block_vectors,
+            [block_keys[i] for i in unique_rows],
+            [threshold] * len(unique_rows),
+            verify,
+            [verify_threshold] * len(unique_rows),
+            externals=externals,
+        )
+        resolutions = dict(zip(unique_rows, resolved, strict=True))
+
+        served_group = functools.partial(_served_group, block_groups, unique_rows)
+        inserted = count_block(
+            block_keys, block_groups, stored, resolutions, served_group, counts, groups_with_entry
+        )
+        for i in inserted:
+            entry_keys.add(block_keys[i])
+            entry_rows.append(row_of[block_keys[i]])
+            entry_groups.append(block_groups[i])
+    return counts
+
+
+def _served_group(block_groups: list[str], unique_rows: list[int], resolution) -> str:
+    """The group of the entry (its ref) or of the earlier row of the block that served a row."""
+    if resolution.external is not None:
+        return resolution.external.ref
+    return block_groups[unique_rows[resolution.leader_row]]

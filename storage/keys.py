@@ -42,7 +42,7 @@ def canonical_params(params: dict[str, Any]) -> str:
 
 def canonical_request(identity: RequestIdentity) -> str:
     """The ordered JSON array the key is the hash of."""
-    return _canonical_json([*_context(identity), _text(identity.input)])
+    return _canonical_json([*_context(identity), normalized_text(identity.input)])
 
 
 def cache_key(canonical: str) -> bytes:
@@ -68,7 +68,7 @@ def _context(identity: RequestIdentity) -> list[Any]:
         identity.model,
         identity.model_version,
         json.loads(canonical_params(identity.params)),
-        _text(identity.prefix),
+        normalized_text(identity.prefix),
     ]
 
 
@@ -78,17 +78,17 @@ def _canonical_json(items: list[Any]) -> str:
 
 def text_hash(text: str) -> str:
     """Hex SHA-256 of a text as embedded (NFC), the embedding cache's key."""
-    return hashlib.sha256(_text(text).encode("utf-8")).hexdigest()
+    return hashlib.sha256(normalized_text(text).encode("utf-8")).hexdigest()
 
 
-def _text(value: str | None) -> str:
-    # NFC: the same characters typed with combining marks are the same request.
+def normalized_text(value: str | None) -> str:
+    """NFC: the same characters typed with combining marks are the same request."""
     return unicodedata.normalize("NFC", value or "")
 
 
 def _normalize(value: Any, where: str) -> Any:
     if isinstance(value, bool) or value is None or isinstance(value, str):
-        return _text(value) if isinstance(value, str) else value
+        return normalized_text(value) if isinstance(value, str) else value
     if isinstance(value, int):
         return value
     if isinstance(value, float):

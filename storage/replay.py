@@ -24,7 +24,7 @@ from storage.config import NamespaceSettings
 from storage.embedding_cache import EmbeddingCache
 from storage.exact_store import lookup_exact, open_store, write_entries
 from storage.keys import RequestIdentity, cache_key, canonical_request, semantic_scope
-from storage.lookalikes import Verify, resolve_lookalikes
+from storage.lookalikes import Resolution, Verify, resolve_lookalikes
 from storage.semantic_index import SemanticIndex
 from storage.semantic_lookup import cached_candidates
 
@@ -116,18 +116,10 @@ def _replay_block(
         schema_overrides={"key": pl.Binary},
     )
     now = datetime.now(UTC).replace(tzinfo=None)
-    stored = lookup_exact(con, requests, now)
-    stored_answer = dict(zip(stored["request_id"], stored["answer_json"], strict=True))
-
-    # Each distinct key is resolved once, at its first row; later copies follow it.
-    first_row: dict[bytes, int] = {}
-    for i, key in enumerate(keys):
-        first_row.setdefault(key, i)
-    unique_rows = [
-        i
-        for i in range(len(block))
-        if first_row[keys[i]] == i and not stored_answer[requests["request_id"][i]]
-    ]
+    exact = lookup_exact(con, requests, now)
+    stored_answer = dict(zip(exact["request_id"], exact["answer_json"], strict=True))
+    stored = [bool(stored_answer[request_id]) for request_id in requests["request_id"]]
+    unique_rows = rows_to_resolve(keys, stored)
     resolutions = {}
     if unique_rows and semantic.enabled:
         texts = [block[i]["text"] for i in unique_rows]
@@ -145,29 +137,13 @@ def _replay_block(
     else:
         vectors = np.zeros((len(unique_rows), embedding_cache.dimension), dtype=np.float32)
 
-    inserted: list[int] = []
-    for i, row in enumerate(block):
-        request_id = requests["request_id"][i]
-        if stored_answer[request_id]:
-            counts["exact_hits"] += 1
-            continue
-        first = first_row[keys[i]]
-        resolution = resolutions.get(first)
-        if first < i and (resolution is None or resolution.is_leader):
-            counts["exact_hits"] += 1  # the same text was inserted by an earlier row of the block
-            continue
-        if row["group"] in groups_with_entry:
-            counts["recall_denominator"] += 1
-        if resolution is not None and not resolution.is_leader:
-            counts["semantic_hits"] += 1
-            if resolution.external is not None:
-                served_group = json.loads(resolution.external.ref[1])["group"]
-            else:
-                served_group = block[unique_rows[resolution.leader_row]]["group"]
-            counts["right_semantic_hits"] += served_group == row["group"]
-            continue
-        inserted.append(i)
-        groups_with_entry.add(row["group"])
+    def served_group(resolution: Resolution) -> str:
+        if resolution.external is not None:
+            return json.loads(resolution.external.ref[1])["group"]
+        return block[unique_rows[resolution.leader_row]]["group"]
+
+    groups = [row["group"] for row in block]
+    inserted = count_block(keys, groups, stored, resolutions, served_group, counts, groups_with_entry)
 
     if inserted:
         entries = pl.DataFrame(
@@ -207,3 +183,51 @@ def _replay_block(
                 vectors[[position[i] for i in inserted]],
                 partition=None,
             )
+
+
+def rows_to_resolve(keys: list, stored: list[bool]) -> list[int]:
+    """The rows of a block that are looked up semantically: each distinct key once, at its
+    first row, unless the store already holds it (an exact hit)."""
+    first_row: dict = {}
+    for i, key in enumerate(keys):
+        first_row.setdefault(key, i)
+    return [i for i, key in enumerate(keys) if first_row[key] == i and not stored[i]]
+
+
+def count_block(
+    keys: list,
+    groups: list[str],
+    stored: list[bool],
+    resolutions: dict[int, Resolution],
+    served_group: Callable[[Resolution], str],
+    counts: dict,
+    groups_with_entry: set[str],
+) -> list[int]:
+    """Count one block's rows as a one-by-one replay would, and return the rows it inserts.
+
+    `resolutions` holds the look-up of each row of rows_to_resolve; a later copy of a key
+    in the block follows its first row (an exact hit where that row inserted, the same
+    semantic hit where it was served).
+    """
+    first_row: dict = {}
+    for i, key in enumerate(keys):
+        first_row.setdefault(key, i)
+    inserted: list[int] = []
+    for i, group in enumerate(groups):
+        if stored[i]:
+            counts["exact_hits"] += 1
+            continue
+        first = first_row[keys[i]]
+        resolution = resolutions.get(first)
+        if first < i and (resolution is None or resolution.is_leader):
+            counts["exact_hits"] += 1  # the same text was inserted by an earlier row of the block
+            continue
+        if group in groups_with_entry:
+            counts["recall_denominator"] += 1
+        if resolution is not None and not resolution.is_leader:
+            counts["semantic_hits"] += 1
+            counts["right_semantic_hits"] += served_group(resolution) == group
+            continue
+        inserted.append(i)
+        groups_with_entry.add(group)
+    return inserted

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from storage.calibration import choose, minimum_served, operating_points, replay_points
+from storage.replay import BLOCK_SIZE, ReplayStores, replay_workload
 
 
 def _pairs():
@@ -43,7 +44,7 @@ def test_too_few_served_pairs_never_qualify():
 @pytest.mark.slow
 def test_a_workload_replayed_at_each_setting_counts_what_evaluate_counts(tmp_path):
     """The calibration replay and `evaluate` (real stores, real model and verifier) agree on
-    every count, repeats included, at a verified and at a plain setting."""
+    every count, over two replay blocks and with repeats, at a verified and a plain setting."""
     import dataclasses
     import json
     from pathlib import Path
@@ -51,10 +52,13 @@ def test_a_workload_replayed_at_each_setting_counts_what_evaluate_counts(tmp_pat
     from inference.embedder import load_embedder
     from orchestration.evaluation import evaluate, verifier_for
     from storage.config import load_settings
+    from storage.keys import normalized_text
 
-    source = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "holdout_report.jsonl"
-    rows = [json.loads(line) for line in source.read_text().splitlines()[:120]]
-    rows += rows[:25]  # repeats: of inserted texts (exact hits) and of served ones (semantic again)
+    # A training family file (paraphrases and near misses), past one replay block.
+    source = Path(__file__).resolve().parents[1] / "inference" / "verifier_data" / "written" / "part30.jsonl"
+    rows = [json.loads(line) for line in source.read_text().splitlines()[:280]]
+    rows += rows[:40]  # repeats: of inserted texts (exact hits) and of served ones (semantic again)
+    assert len(rows) > BLOCK_SIZE
     workload = tmp_path / "w.jsonl"
     workload.write_text("".join(json.dumps(r) + "\n" for r in rows))
     settings = load_settings(home=tmp_path)
@@ -62,7 +66,7 @@ def test_a_workload_replayed_at_each_setting_counts_what_evaluate_counts(tmp_pat
     spec = settings.embedding_model(default.semantic.embedding_model)
     embedder = load_embedder(spec.engine, spec.model_folder)
     texts = [r["text"] for r in rows]
-    vectors = embedder(list(dict.fromkeys(texts)))
+    vectors = embedder(list(dict.fromkeys(normalized_text(t) for t in texts)))
     points = replay_points(
         texts, [r["group"] for r in rows], vectors, verifier_for(settings), (0.7, 0.8), (None, 0.7)
     )
@@ -81,3 +85,60 @@ def test_a_workload_replayed_at_each_setting_counts_what_evaluate_counts(tmp_pat
         assert point.recall == pytest.approx(report["recall"])
     verified, plain = by_setting[(0.7, 0.7)], by_setting[(0.8, None)]
     assert verified.precision > plain.precision  # the near misses of this workload need the verifier
+
+
+def test_the_replay_counts_across_blocks_match_the_stores_replay(tmp_path):
+    """Synthetic vectors and a made-up verifier, real DuckDB and LanceDB stores: 400 rows
+    (two blocks and a half), clustered so that many stored entries compete, where the
+    semantic index's candidate limit decides what later blocks can be served by."""
+    import dataclasses
+    import hashlib
+
+    from storage.config import load_settings
+
+    rng = np.random.default_rng(3)
+    centres = rng.normal(size=(12, 16))
+    rows, vector_of = [], {}
+    for _ in range(400):
+        group = int(rng.integers(24))  # groups 2k and 2k+1 share a centre: near misses
+        text = f"request {int(rng.integers(300))} of group {group}"  # some texts repeat
+        vector = centres[group // 2] + 0.25 * rng.normal(size=16)
+        vector_of.setdefault(text, vector / np.linalg.norm(vector))
+        rows.append({"text": text, "group": str(group)})
+
+    def embed(texts):
+        return np.array([vector_of[t] for t in texts], dtype=np.float32)
+
+    def made_up_verifier(pairs):
+        digests = [hashlib.sha256("|".join(sorted(pair)).encode()).digest() for pair in pairs]
+        return np.array([d[0] / 255 for d in digests], dtype=np.float32)
+
+    texts = [r["text"] for r in rows]
+    points = replay_points(
+        texts,
+        [r["group"] for r in rows],
+        embed(list(dict.fromkeys(texts))),
+        made_up_verifier,
+        (0.8,),
+        (None, 0.5),
+    )
+    default = load_settings(home=tmp_path).namespace("default")
+    for point in points:
+        semantic = dataclasses.replace(
+            default.semantic,
+            threshold=point.threshold,
+            verify=point.verify_threshold is not None,
+            verify_threshold=point.verify_threshold or 0.0,
+        )
+        folder = tmp_path / f"stores-{point.verify_threshold}"
+        report = replay_workload(
+            rows,
+            dataclasses.replace(default, semantic=semantic),
+            ReplayStores(folder / "cache.duckdb", folder / "lance"),
+            embed,
+            16,
+            made_up_verifier if point.verify_threshold is not None else None,
+        )
+        assert report["semantic_hits"] > 50
+        assert (point.served, point.right) == (report["semantic_hits"], report["right_semantic_hits"])
+        assert point.recall == pytest.approx(report["recall"])
