@@ -192,6 +192,8 @@ def _save(
     }
     save_file(state, args.out / WEIGHTS_FILE)
     config = model.config.to_dict()
+    # Where the model lies, not the base model's folder on the machine that trained it.
+    config["_name_or_path"] = _shown(args.out)
     (args.out / CONFIG_FILE).write_text(json.dumps(config, indent=2, sort_keys=True, default=str))
     record = {
         "trained_at": datetime.now(UTC).isoformat(timespec="seconds"),
