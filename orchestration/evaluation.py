@@ -10,7 +10,7 @@ from pathlib import Path
 
 from inference.embedder import load_embedder
 from inference.pair_conflicts import conflict
-from inference.pair_verifier import SHIPPED_MODELS, VERIFIER_BASE_MODEL, load_verifier
+from inference.pair_verifier import VERIFIER_BASE_MODEL, load_verifier
 from storage.config import NamespaceSettings, Settings
 from storage.lookalikes import Verify
 from storage.replay import ReplayStores, replay_workload
@@ -57,9 +57,10 @@ def effective_namespace(
     return dataclasses.replace(base, semantic=semantic)
 
 
-def verifier_for(settings: Settings, folders: tuple[Path, ...] = SHIPPED_MODELS):
+def verifier_for(settings: Settings):
+    """The shipped verifier's scoring function."""
     base = settings.embedding_model(VERIFIER_BASE_MODEL).model_folder()
-    return load_verifier(str(base), tuple(map(str, folders))).score
+    return load_verifier(str(base)).score
 
 
 def evaluate(

@@ -12,7 +12,7 @@ from inference.backends import load_backend
 from inference.base import Backend
 from inference.embedder import Embedder, load_embedder
 from inference.miss_runner import BatchLimits
-from inference.pair_verifier import SHIPPED_MODELS, VERIFIER_BASE_MODEL, load_verifier
+from inference.pair_verifier import VERIFIER_BASE_MODEL, load_verifier
 from storage.config import Settings, load_settings
 from storage.embedding_cache import EmbeddingCache
 from storage.locations import StoreLocations
@@ -57,7 +57,7 @@ class InferCacheResource(dg.ConfigurableResource):
     def verifier(self) -> Verify:
         """The pair verifier's scoring function (loaded once per process)."""
         base = self.settings().embedding_model(VERIFIER_BASE_MODEL).model_folder()
-        folders = (self.verifier_folder,) if self.verifier_folder else tuple(map(str, SHIPPED_MODELS))
+        folders = (self.verifier_folder,) if self.verifier_folder else None  # None: the shipped ones
         return load_verifier(str(base), folders).score
 
     def semantic_index(self, embedding_model: str) -> SemanticIndex:

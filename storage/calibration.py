@@ -170,7 +170,7 @@ def _replay_counts(
     """One replay in blocks, the store held in memory: entries are the rows that inserted."""
     from storage.lookalikes import External
     from storage.replay import count_block, rows_to_resolve
-    from storage.semantic_index import CANDIDATES_PER_QUERY
+    from storage.semantic_index import CANDIDATES_PER_QUERY, nearest_columns
 
     counts = {"exact_hits": 0, "semantic_hits": 0, "right_semantic_hits": 0, "recall_denominator": 0}
     groups_with_entry: set[str] = set()
@@ -185,9 +185,7 @@ def _replay_counts(
         externals: list[list[External]] = [[] for _ in unique_rows]
         if entry_rows and unique_rows:
             similarities = block_vectors @ vectors[entry_rows].T
-            k = min(CANDIDATES_PER_QUERY, len(entry_rows))
-            nearest = np.argpartition(similarities, len(entry_rows) - k, axis=1)[:, len(entry_rows) - k :]
-            for query, columns in enumerate(nearest):
+            for query, columns in enumerate(nearest_columns(similarities, CANDIDATES_PER_QUERY)):
                 externals[query] = [
                     External(distinct[entry_rows[c]], float(similarities[query, c]), entry_groups[c])
                     for c in columns

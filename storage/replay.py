@@ -185,12 +185,18 @@ def _replay_block(
             )
 
 
-def rows_to_resolve(keys: list, stored: list[bool]) -> list[int]:
-    """The rows of a block that are looked up semantically: each distinct key once, at its
-    first row, unless the store already holds it (an exact hit)."""
+def _first_rows(keys: list) -> dict:
+    """Each distinct key's first row in the block."""
     first_row: dict = {}
     for i, key in enumerate(keys):
         first_row.setdefault(key, i)
+    return first_row
+
+
+def rows_to_resolve(keys: list, stored: list[bool]) -> list[int]:
+    """The rows of a block that are looked up semantically: each distinct key once, at its
+    first row, unless the store already holds it (an exact hit)."""
+    first_row = _first_rows(keys)
     return [i for i, key in enumerate(keys) if first_row[key] == i and not stored[i]]
 
 
@@ -209,9 +215,7 @@ def count_block(
     in the block follows its first row (an exact hit where that row inserted, the same
     semantic hit where it was served).
     """
-    first_row: dict = {}
-    for i, key in enumerate(keys):
-        first_row.setdefault(key, i)
+    first_row = _first_rows(keys)
     inserted: list[int] = []
     for i, group in enumerate(groups):
         if stored[i]:

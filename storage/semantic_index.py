@@ -45,6 +45,15 @@ class Neighbour:
     similarity: float
 
 
+def nearest_columns(similarities: np.ndarray, limit: int) -> np.ndarray:
+    """For each row of a similarity matrix, the columns of its `limit` largest values (unordered)."""
+    columns = similarities.shape[1]
+    k = min(limit, columns)
+    if k == 1:
+        return similarities.argmax(axis=1)[:, None]
+    return np.argpartition(similarities, columns - k, axis=1)[:, columns - k :]
+
+
 class SemanticIndex:
     def __init__(
         self,
@@ -138,11 +147,7 @@ class SemanticIndex:
             if matrix is None or not len(keys):
                 continue
             similarities = vectors[rows] @ matrix.T
-            k = min(limit, len(keys))
-            if k == 1:
-                top = similarities.argmax(axis=1)[:, None]
-            else:
-                top = np.argpartition(similarities, len(keys) - k, axis=1)[:, len(keys) - k :]
+            top = nearest_columns(similarities, limit)
             for query, row in enumerate(rows):
                 for column in top[query]:
                     neighbours.append(
