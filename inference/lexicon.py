@@ -277,6 +277,41 @@ REVERSIBLE: frozenset[str] = frozenset(
     }
 )
 
+# Actions and the words that undo them. "How do I thaw my credit freeze" names the freeze yet
+# asks the reverse of "freeze my credit", so a plain opposites count (freeze on both sides)
+# misses it. Left out: "show" ("show me how to hide columns" asks how to hide them), "undo"
+# ("undo the last commit" removes it), and actions more often read as nouns or adjectives
+# ("a zip file", "close to the vote").
+UNDOING: dict[str, tuple[str, ...]] = {
+    "freeze": ("thaw", "unfreeze", "defrost", "lift", "remove"),
+    "hide": ("unhide", "reveal"),
+    "disable": ("enable", "reenable", "reactivate"),
+    "deactivate": ("activate", "reactivate", "restore", "recover"),
+    "delete": ("undelete", "restore", "recover"),
+    "cancel": ("reactivate", "reinstate", "restore"),
+    "archive": ("unarchive", "restore"),
+    "suspend": ("unsuspend", "reinstate"),
+    "pause": ("resume", "unpause"),
+    "mute": ("unmute",),
+    "lock": ("unlock",),
+    "block": ("unblock",),
+    "ban": ("unban", "lift", "remove"),
+    "pin": ("unpin",),
+    "protect": ("unprotect",),
+    "encrypt": ("decrypt",),
+    "install": ("uninstall",),
+    "subscribe": ("unsubscribe",),
+    "follow": ("unfollow",),
+    "mount": ("unmount",),
+    "remove": (),
+    "stash": (),
+}
+# "put it back", "turn the mics back on": undoes whatever the other request does, when "put"
+# stands at most five words before "back", or "turn" / "switch" with "on" right after it
+# ("get my money back" and "get back to running" undo nothing).
+PUTTING_BACK: frozenset[str] = frozenset({"put"})
+TURNING_BACK_ON: frozenset[str] = frozenset({"turn", "switch"})
+
 # Words that tie two things in an order: "from A to B", "A into B", "A than B".
 DIRECTION_WORDS: frozenset[str] = frozenset(
     {"to", "into", "from", "than", "toward", "towards", "onto", "->", "→", "over", "before", "after"}

@@ -68,6 +68,30 @@ NEAR_MISSES = [
     ("python3 print without newline", "How do I print without a newline in Python 2?", "different numbers"),
     ("fruits toxic to dogs list", "what fruit is ok to give my dog", "opposites: toxic / ok"),
     ("What does $2,000 grow to in a decade at 4%?", "$2,000 at 4% for 5 years", "different numbers"),
+    # An action undone on one side, though both sides name it.
+    ("Could you explain how to reveal hidden columns in Excel?", "excel hide columns", "one undoes"),
+    ("My Equifax report is frozen. How do I thaw it?", "freeze credit report equifax", "one undoes"),
+    (
+        "Steps to re-enable a disabled account in Active Directory",
+        "disable a user account in AD",
+        "one undoes",
+    ),
+    (
+        "How can a Zoom host get everyone to turn their mics back on?",
+        "zoom host mute all participants",
+        "back",
+    ),
+    (
+        "Switched off autocorrect last week; how do I switch it back on?",
+        "turn off autocorrect iphone",
+        "back",
+    ),
+    ("How do I put an archived Instagram post back on my profile?", "instagram archive a post", "back"),
+    (
+        "What is the process for restoring a deactivated Facebook account?",
+        "deactivate facebook account",
+        "restoring",
+    ),
 ]
 
 PARAPHRASES = [
@@ -140,6 +164,15 @@ PARAPHRASES = [
     ("third trimester symptoms", "symptoms in the last three months of pregnancy"),
     # A currency symbol before a number is its unit, whatever unit follows.
     ("How much is $250 in euros?", "How much is 250 dollars in euros?"),
+    # Undoing said two ways, or a state named by its participle, is no reversal.
+    ("reveal hidden columns in excel", "how do I unhide columns in Excel"),
+    ("How do I retrieve deleted emails in Gmail?", "recover deleted gmail emails"),
+    ("turn autocorrect back on iphone", "How do I switch autocorrect on again on my iPhone?"),
+    ("show me how to hide columns in excel", "excel hide columns"),
+    ("how to mute and unmute in zoom", "zoom mute shortcut"),
+    ("As the Zoom host, how do I let everyone talk again after muting them?", "zoom host ask all to unmute"),
+    ("git unstash without deleting the stash", "git stash apply keep the entry"),
+    ("How do I get my money back if I cancel my flight?", "refund when I cancel a flight"),
 ]
 
 
