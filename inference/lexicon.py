@@ -277,25 +277,24 @@ REVERSIBLE: frozenset[str] = frozenset(
     }
 )
 
-# Actions and the words that undo them. "How do I thaw my credit freeze" names the freeze yet
-# asks the reverse of "freeze my credit", so a plain opposites count (freeze on both sides)
-# misses it. Left out: "show" ("show me how to hide columns" asks how to hide them), "undo"
-# ("undo the last commit" removes it), and actions more often read as nouns or adjectives
-# ("a zip file", "close to the vote").
+# Actions and the words that undo them on their own: "unhide", "thaw" (inference/pair_undoing.py).
+# Left out: "show" ("show me how to hide columns" asks how to hide them), and actions more
+# often read as nouns or adjectives ("a zip file", "close to the vote"). "remove" is undone
+# only by putting back.
 UNDOING: dict[str, tuple[str, ...]] = {
-    "freeze": ("thaw", "unfreeze", "defrost", "lift", "remove"),
+    "freeze": ("thaw", "unfreeze", "defrost"),
     "hide": ("unhide", "reveal"),
-    "disable": ("enable", "reenable", "reactivate"),
-    "deactivate": ("activate", "reactivate", "restore", "recover"),
-    "delete": ("undelete", "restore", "recover"),
-    "cancel": ("reactivate", "reinstate", "restore"),
-    "archive": ("unarchive", "restore"),
+    "disable": ("reenable", "reactivate"),
+    "deactivate": ("reactivate",),
+    "delete": ("undelete",),
+    "cancel": ("reactivate", "reinstate"),
+    "archive": ("unarchive",),
     "suspend": ("unsuspend", "reinstate"),
-    "pause": ("resume", "unpause"),
+    "pause": ("unpause",),
     "mute": ("unmute",),
     "lock": ("unlock",),
     "block": ("unblock",),
-    "ban": ("unban", "lift", "remove"),
+    "ban": ("unban",),
     "pin": ("unpin",),
     "protect": ("unprotect",),
     "encrypt": ("decrypt",),
@@ -304,13 +303,23 @@ UNDOING: dict[str, tuple[str, ...]] = {
     "follow": ("unfollow",),
     "mount": ("unmount",),
     "remove": (),
-    "stash": (),
 }
-# "put it back", "turn the mics back on": undoes whatever the other request does, when "put"
-# stands at most five words before "back", or "turn" / "switch" with "on" right after it
-# ("get my money back" and "get back to running" undo nothing).
-PUTTING_BACK: frozenset[str] = frozenset({"put"})
-TURNING_BACK_ON: frozenset[str] = frozenset({"turn", "switch"})
+# Words that undo an action only where the request names the action too ("lift the freeze",
+# "restore a deactivated account", "retrieve deleted emails"): alone they mean other things
+# ("lift weights", "restore factory settings").
+UNDOING_NAMED: dict[str, tuple[str, ...]] = {
+    "freeze": ("lift", "remove", "delete"),
+    "ban": ("lift", "remove"),
+    "block": ("lift", "remove"),
+    "suspend": ("lift",),
+    "disable": ("enable", "activate"),
+    "deactivate": ("activate", "enable", "restore", "recover"),
+    "delete": ("restore", "recover", "retrieve"),
+    "cancel": ("restore", "resume"),
+    "archive": ("restore",),
+}
+# Forms the inflection rules cannot make: "a frozen account", "hidden columns".
+IRREGULAR_STATES: dict[str, tuple[str, ...]] = {"freeze": ("frozen", "froze"), "hide": ("hidden", "hid")}
 
 # Words that tie two things in an order: "from A to B", "A into B", "A than B".
 DIRECTION_WORDS: frozenset[str] = frozenset(

@@ -25,14 +25,14 @@ vetoes a semantic hit whatever the score:
   swapped for a word that is not a synonym (brake fluid / transmission fluid, wired /
   wireless headphones). Synonyms are WordNet's (inference/wordnet.py);
   inflections, spelling variants and words of different parts of speech pass.
-- undoing: one side undoes an action the other does, though both may name it
+- undoing: one side undoes an action the other asks for, though both may name it
   (reveal hidden columns / hide columns, thaw a frozen report / freeze my credit,
-  turn the mics back on / mute everyone). Only verbs count: "deleted emails" names a
-  state, and a side that undoes in words the table lacks ("retrieve") is left alone.
+  turn the mics back on / mute everyone); inference/pair_undoing.py reads which words
+  ask for an action.
 
-Each check compares words present on one side only, so most rewording that keeps
-the meaning (another sentence shape, several words changed) is not touched. The
-substitution check is the strict one: a single word swapped for a synonym WordNet
+Each check but the undoing one compares words present on one side only, so most
+rewording that keeps the meaning (another sentence shape, several words changed) is not
+touched. The substitution check is the strict one: a single word swapped for a synonym WordNet
 does not list ("easy" / "simple") is vetoed too, which costs a miss, not a wrong answer.
 """
 
@@ -54,18 +54,16 @@ from inference.lexicon import (
     NUMBER_WORDS,
     OPPOSITES,
     ORDINAL_WORDS,
-    PUTTING_BACK,
     REVERSIBLE,
     SCALE_SUFFIXES,
     SCALE_WORDS,
     SCALES,
     SITUATED,
-    TURNING_BACK_ON,
-    UNDOING,
     UNIT_ALIASES,
     UNIT_KINDS,
     VARIANTS,
 )
+from inference.pair_undoing import undone_by_first
 from inference.wordnet import lemmas, parts_of_speech, share_a_sense
 
 _CONTRACTIONS = (
@@ -551,92 +549,9 @@ def _opposite_swaps(ra: Reading, rb: Reading, only_a: list[str], only_b: list[st
     return swaps
 
 
-@lru_cache(maxsize=1)
-def _undoing() -> tuple[dict[str, str], dict[str, frozenset[str]]]:
-    """A verb form of an undoable action -> the action; of an undoing word -> the actions it undoes.
-
-    Only the base, -s and -ing forms count: a participle names a state ("deleted emails", "a
-    disabled account"), and "retrieve deleted emails" undoes the deletion in words no table lists.
-    Noun and adverb forms ("a freezer", "closely") are left out too.
-    """
-
-    def verb_forms(word: str) -> set[str]:
-        return {form for form in _inflections(word) if form == word or form.endswith(("s", "ing"))}
-
-    named: dict[str, str] = {}
-    undone: dict[str, set[str]] = {}
-    for action, undoing_words in UNDOING.items():
-        for form in verb_forms(action):
-            named.setdefault(form, action)
-        for word in undoing_words:
-            for form in verb_forms(word):
-                undone.setdefault(form, set()).add(action)
-    return named, {form: frozenset(actions) for form, actions in undone.items()}
-
-
-_ANY_ACTION = "*"
-_EITHER = frozenset({"and", "or"})
-_AFTER = frozenset({("after",), ("since",)})
-# "turn off autocorrect" disables it as "disable autocorrect" does.
-_SWITCHING = frozenset({"turn", "turns", "turning", "switch", "switches", "switching"})
-
-
 @lru_cache(maxsize=4096)
 def _tokens(text: str) -> tuple[str, ...]:
     return tuple(words(text))
-
-
-def _undoings(tokens: tuple[str, ...]) -> dict[str, str]:
-    """The actions a request undoes -> the word that undoes it ("back" undoes any action). An
-    undoing word joined to its action by "and" / "or" ("mute and unmute") asks about both."""
-    named, undone = _undoing()
-    found: dict[str, str] = {}
-    for position, word in enumerate(tokens):
-        joined = {
-            named.get(tokens[other], "")
-            for connective, other in ((position - 1, position - 2), (position + 1, position + 2))
-            if 0 <= other < len(tokens) and tokens[connective] in _EITHER
-        }
-        for action in undone.get(word, frozenset()) - joined:
-            found.setdefault(action, word)
-        before = set(tokens[max(0, position - 5) : position])
-        after = tokens[position + 1 : position + 2]
-        if word == "back" and (before & PUTTING_BACK or (before & TURNING_BACK_ON and after == ("on",))):
-            found.setdefault(_ANY_ACTION, word)
-    return found
-
-
-def _action_at(tokens: tuple[str, ...], position: int) -> str | None:
-    if tokens[position] in _SWITCHING and tokens[position + 1 : position + 2] == ("off",):
-        return "disable"
-    return _undoing()[0].get(tokens[position])
-
-
-def _actions_done(tokens: tuple[str, ...]) -> set[str]:
-    """The undoable actions a request names as verbs, leaving out negated ones ("without deleting")
-    and past ones ("let everyone talk again after muting them")."""
-    done = set()
-    for position in range(len(tokens)):
-        action = _action_at(tokens, position)
-        negated = NEGATIONS.intersection(tokens[max(0, position - 2) : position])
-        if action and not negated and tokens[position - 1 : position] not in _AFTER:
-            done.add(action)
-    return done
-
-
-def _undone(a: str, b: str) -> tuple[str, str] | None:
-    """An action `b` does and `a` undoes while `b` undoes nothing of it: (undoing word, action).
-    The action may be named on both sides: "reveal hidden columns" / "hide columns"."""
-    undone_a, undone_b = _undoings(_tokens(a)), _undoings(_tokens(b))
-    if _ANY_ACTION in undone_b:
-        return None
-    # An action `a` both does and undoes ("enable flight mode to switch off the radios") is
-    # not reversed by `a`: that is left to the model.
-    for action in sorted(_actions_done(_tokens(b)) - undone_b.keys() - _actions_done(_tokens(a))):
-        word = undone_a.get(action) or undone_a.get(_ANY_ACTION)
-        if word:
-            return word, action
-    return None
 
 
 def _phrase(bases: tuple[str, ...], step: int, start: int) -> list[str]:
@@ -829,7 +744,7 @@ def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
     swapped = _substitution(first, second)
     if swapped:
         return f"one word swapped for another: {swapped[0]} / {swapped[1]}"
-    undone = _undone(a, b) or _undone(b, a)
+    undone = undone_by_first(_tokens(a), _tokens(b)) or undone_by_first(_tokens(b), _tokens(a))
     if undone:
         return f"one undoes what the other does: {undone[0]} / {undone[1]}"
     return None

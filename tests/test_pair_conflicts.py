@@ -92,6 +92,11 @@ NEAR_MISSES = [
         "deactivate facebook account",
         "restoring",
     ),
+    ("how do I turn autocorrect off", "re-enable autocorrect iphone", "one undoes"),
+    ("turning everyone's mics back on in zoom", "zoom mute all participants", "back"),
+    ("undo archive in gmail", "archive an email in gmail", "undo"),
+    ("How do I retrieve deleted emails in Gmail?", "delete old emails in gmail", "retrieve"),
+    ("lift a credit freeze at experian", "freeze credit at experian", "lift"),
 ]
 
 PARAPHRASES = [
@@ -173,6 +178,19 @@ PARAPHRASES = [
     ("As the Zoom host, how do I let everyone talk again after muting them?", "zoom host ask all to unmute"),
     ("git unstash without deleting the stash", "git stash apply keep the entry"),
     ("How do I get my money back if I cancel my flight?", "refund when I cancel a flight"),
+    # Stopped, conditional, past, noun or state: the action is not what is asked.
+    ("How do I unfollow someone on Instagram?", "how to stop following someone on instagram"),
+    ("unblock pop-ups in chrome", "how do I stop chrome from blocking pop-ups"),
+    ("how to unblock someone on facebook", "how to undo blocking someone on facebook"),
+    ("How do I unfreeze my laptop?", "my laptop keeps freezing, how do I fix it"),
+    ("how do I defrost my car windshield", "clear ice off the car windshield when it's freezing outside"),
+    ("how to get my account back after they suspend it", "reinstate suspended account"),
+    ("Zoom: I can't unmute myself", "zoom keeps muting me and I can't turn my mic on"),
+    ("how to unpin a chat in whatsapp", "remove a chat from the pins at the top in whatsapp"),
+    ("factory reset iphone and delete everything", "restore iphone to factory settings"),
+    ("how to uninstall and reinstall chrome", "remove chrome and install it again"),
+    ("Is it safe to put raw chicken back in the freezer after thawing it?", "refreeze thawed chicken"),
+    ("how to unmute in zoom", "how to mute and unmute in zoom"),
 ]
 
 
