@@ -57,10 +57,18 @@ def _state_forms(word: str) -> set[str]:
     return forms | set(IRREGULAR_STATES.get(word, ()))
 
 
+@dataclass(frozen=True)
+class _Forms:
+    """The lexicon's tables by word form."""
+
+    doing: dict[str, str]  # "hiding" -> "hide"
+    undoing: dict[str, frozenset[str]]  # "unhide" -> {"hide"}
+    undoing_where_named: dict[str, frozenset[str]]  # "restore" -> {"delete", "deactivate", ...}
+    naming: dict[str, str]  # "hidden", "hide", "hiding" -> "hide"
+
+
 @lru_cache(maxsize=1)
-def _tables() -> tuple[dict[str, str], dict[str, frozenset[str]], dict[str, frozenset[str]], dict[str, str]]:
-    """Doing form -> action; undoing form -> actions; named-only undoing form -> actions;
-    any form naming an action -> the action."""
+def _forms() -> _Forms:
     doing: dict[str, str] = {}
     naming: dict[str, str] = {}
     for action in UNDOING:
@@ -78,12 +86,12 @@ def _tables() -> tuple[dict[str, str], dict[str, frozenset[str]], dict[str, froz
                     found.setdefault(form, set()).add(action)
         return {form: frozenset(actions) for form, actions in found.items()}
 
-    return doing, by_form(UNDOING), by_form(UNDOING_NAMED), naming
+    return _Forms(doing, by_form(UNDOING), by_form(UNDOING_NAMED), naming)
 
 
 def _redone(token: str) -> str | None:
     """ "reinstall", "refreeze": the action done again."""
-    return _tables()[0].get(token[2:]) if token.startswith("re") else None
+    return _forms().doing.get(token[2:]) if token.startswith("re") else None
 
 
 def _asked(tokens: tuple[str, ...], position: int) -> bool:
@@ -127,7 +135,9 @@ class Doings:
 
 @lru_cache(maxsize=4096)
 def doings(tokens: tuple[str, ...]) -> Doings:
-    doing, undoing, undoing_named, naming = _tables()
+    """What a request's words (pair_conflicts.words) ask to do, do again and undo."""
+    forms = _forms()
+    doing, naming = forms.doing, forms.naming
     named = {naming[token] for token in tokens if token in naming}
     done: set[str] = set()
     redone: set[str] = set()
@@ -147,7 +157,8 @@ def doings(tokens: tuple[str, ...]) -> Doings:
             redone.add(_redone(token))
         if _turned_off(tokens, position):
             done.add("disable")
-        for action in undoing.get(token, frozenset()) | (undoing_named.get(token, frozenset()) & named):
+        undone_here = forms.undoing.get(token, frozenset())
+        for action in undone_here | (forms.undoing_where_named.get(token, frozenset()) & named):
             undone.setdefault(action, token)
             undone_at[action] = position
         if _put_back(tokens, position):
