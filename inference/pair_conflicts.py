@@ -232,6 +232,7 @@ class Reading:
     # "1st" as the word "first": for the opposites check only ("1st" / "last day"); the
     # one-word swap check leaves it out, or "1st album" / "debut album" would be a swap.
     ordinal_words: tuple[str, ...]
+    tokens: tuple[str, ...]  # the words as read, for the undoing check (pair_undoing)
 
 
 def _number_value(token: str) -> float | None:
@@ -515,6 +516,7 @@ def read(text: str) -> Reading:
         frozenset(versions),
         ordinals,
         tuple(ordinal_words),
+        tuple(tokens),
     )
 
 
@@ -547,11 +549,6 @@ def _opposite_swaps(ra: Reading, rb: Reading, only_a: list[str], only_b: list[st
             used.add(other)
             break
     return swaps
-
-
-@lru_cache(maxsize=4096)
-def _tokens(text: str) -> tuple[str, ...]:
-    return tuple(words(text))
 
 
 def _phrase(bases: tuple[str, ...], step: int, start: int) -> list[str]:
@@ -744,7 +741,7 @@ def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
     swapped = _substitution(first, second)
     if swapped:
         return f"one word swapped for another: {swapped[0]} / {swapped[1]}"
-    undone = undone_by_first(_tokens(a), _tokens(b)) or undone_by_first(_tokens(b), _tokens(a))
+    undone = undone_by_first(ra.tokens, rb.tokens) or undone_by_first(rb.tokens, ra.tokens)
     if undone:
         return f"one undoes what the other does: {undone[0]} / {undone[1]}"
     return None

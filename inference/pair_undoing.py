@@ -135,7 +135,7 @@ class Doings:
 
 @lru_cache(maxsize=4096)
 def doings(tokens: tuple[str, ...]) -> Doings:
-    """What a request's words (pair_conflicts.words) ask to do, do again and undo."""
+    """What a request's words (pair_conflicts.Reading.tokens) ask to do, do again and undo."""
     forms = _forms()
     doing, naming = forms.doing, forms.naming
     named = {naming[token] for token in tokens if token in naming}
@@ -149,12 +149,13 @@ def doings(tokens: tuple[str, ...]) -> Doings:
             undone.setdefault(naming[token], next(iter(reversed_here)))
         if not _asked(tokens, position):
             continue
+        action = doing.get(token)
         # "lift a credit freeze": the freeze is what is lifted, not something asked for.
-        undone_object = position - undone_at.get(doing.get(token, ""), -_OBJECT_REACH - 1) <= _OBJECT_REACH
-        if token in doing and not undone_object:
-            done.add(doing[token])
-        if _redone(token):
-            redone.add(_redone(token))
+        if action and position - undone_at.get(action, -_OBJECT_REACH - 1) > _OBJECT_REACH:
+            done.add(action)
+        again = _redone(token)
+        if again:
+            redone.add(again)
         if _turned_off(tokens, position):
             done.add("disable")
         undone_here = forms.undoing.get(token, frozenset())

@@ -15,8 +15,9 @@ from storage.config import NamespaceSettings, Settings
 from storage.lookalikes import Verify
 from storage.replay import ReplayStores, replay_workload
 
-# A replay holds the similarity matrix of all distinct texts (10,000: 0.4 GB in float32) and
-# recomputes it at each of the grid's settings.
+# A replay goes through the workload block by block once for each of the grid's settings,
+# comparing each block with every entry before it: its time grows with the square of the
+# distinct texts.
 MAX_REPLAYED_TEXTS = 10_000
 # Pairs below every grid threshold are never served: the verifier need not read them.
 COSINE_FLOOR = 0.5
