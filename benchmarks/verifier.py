@@ -160,6 +160,12 @@ def adversarial_replay(settings, workload: Path, verifier) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks verifier", description=__doc__)
     parser.add_argument("--qqp-limit", type=int, default=None, help="use the first K held-out pairs")
+    parser.add_argument(
+        "--precision",
+        choices=("auto", "float32", "bfloat16"),
+        default=None,
+        help="the verifier's arithmetic (default: models.yaml's verifier.precision)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     quiet_environment()
@@ -168,9 +174,13 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory() as home:
         settings = load_settings(home=Path(home))
-        verifier = load_verifier(str(settings.embedding_model(VERIFIER_BASE_MODEL).model_folder()))
+        verifier = load_verifier(
+            str(settings.embedding_model(VERIFIER_BASE_MODEL).model_folder()),
+            precision=args.precision or settings.verifier_precision,
+        )
         report = {
             "verifier": shipped_records(),
+            "verifier_precision": verifier.precision,
             "qqp_heldout": qqp_heldout(args.qqp_limit, verifier, settings.namespace("default").semantic),
             "adversarial_holdout": {
                 name: adversarial_replay(settings, path, verifier) for name, path in WORKLOADS.items()

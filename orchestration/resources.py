@@ -48,7 +48,7 @@ class InferCacheResource(dg.ConfigurableResource):
 
     def embedder(self, embedding_model: str) -> Embedder:
         spec = self.settings().embedding_model(embedding_model)
-        return load_embedder(spec.engine, spec.model_folder)
+        return load_embedder(spec.engine, spec.model_folder, spec.precision)
 
     def embedding_cache(self, embedding_model: str) -> EmbeddingCache:
         dimension = self.embedder(embedding_model).dimension
@@ -56,9 +56,10 @@ class InferCacheResource(dg.ConfigurableResource):
 
     def verifier(self) -> Verify:
         """The pair verifier's scoring function (loaded once per process)."""
-        base = self.settings().embedding_model(VERIFIER_BASE_MODEL).model_folder()
+        settings = self.settings()
+        base = settings.embedding_model(VERIFIER_BASE_MODEL).model_folder()
         folders = (self.verifier_folder,) if self.verifier_folder else None  # None: the shipped ones
-        return load_verifier(str(base), folders).score
+        return load_verifier(str(base), folders, settings.verifier_precision).score
 
     def semantic_index(self, embedding_model: str) -> SemanticIndex:
         dimension = self.embedder(embedding_model).dimension

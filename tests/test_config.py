@@ -28,6 +28,30 @@ def test_bad_threshold_is_a_clear_error(tmp_path):
         load_settings(home=tmp_path)
 
 
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("\n  precision: auto", "verifier.precision is 'half' in models.yaml: use one of auto"),
+        ("\n    precision: auto", "embedding model 'all-MiniLM-L6-v2': precision is 'half' in models.yaml"),
+    ],
+)
+def test_bad_precision_is_a_clear_error(tmp_path, line, message):
+    import shutil
+
+    from storage.config import DEFAULT_CONFIG_DIR
+
+    config = tmp_path / "config"
+    shutil.copytree(DEFAULT_CONFIG_DIR, config)
+    models = config / "models.yaml"
+    text = models.read_text()
+    assert text.count(line) == 1
+    models.write_text(text.replace(line, line.replace("auto", "half")))
+    with pytest.raises(ConfigError, match=message):
+        load_settings(config)
+    settings = load_settings()
+    assert settings.verifier_precision == settings.embedding_model("all-MiniLM-L6-v2").precision == "auto"
+
+
 def test_unknown_model_names_known_ones(settings):
     with pytest.raises(ConfigError, match="known models are intent-classifier, tiny-llm"):
         settings.model("gpt-imaginary")

@@ -65,6 +65,24 @@ def test_zero_shot_classifier_picks_the_obvious_label(minilm):
     assert results[2].answer is None and "no candidate labels" in results[2].error
 
 
+def test_bfloat16_embeddings_are_unit_vectors_close_to_float32_ones(minilm):
+    """The semantic cache embeds in bfloat16 where the CPU computes it natively: its
+    vectors must stay unit length and within 0.9999 cosine of the float32 ones, far
+    below any threshold step, so entries embedded either way compare alike."""
+    import numpy as np
+
+    from inference.embedder import SentenceEmbedder
+    from storage.config import load_settings
+
+    texts = ["How do I reset my password?", "cancel my subscription", "180 c to f", "x" * 900]
+    half = SentenceEmbedder(load_settings().embedding_model("all-MiniLM-L6-v2").model_folder(), "bfloat16")
+    exact, fast = minilm(texts), half(texts)
+    assert (minilm.precision, half.precision) == ("float32", "bfloat16")
+    assert not np.array_equal(exact, fast)  # the arithmetic really differs
+    np.testing.assert_allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-5)
+    assert (exact * fast).sum(axis=1).min() > 0.9999
+
+
 def test_batches_respect_the_token_budget_and_group_prefixes():
     counts = [10, 50, 10, 50, 10, 30]
     prefixes = ["b", "a", "b", "a", "a", "b"]

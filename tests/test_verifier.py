@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from inference.pair_verifier import SHIPPED_MODELS, load_verifier, shipped_records
+from inference.precision import resolve_precision
 from storage.config import load_settings
 
 pytestmark = pytest.mark.slow
@@ -23,17 +24,20 @@ def test_scores_are_symmetric_probabilities(verifier):
     assert forward == pytest.approx(backward)
 
 
-def test_paraphrases_score_well_above_near_misses_on_the_held_out_tuning_pairs(verifier):
-    """On the held-out workload's tuning pairs (never trained on), on average.
-
-    Single pairs still fail: "fruits toxic to dogs" / "dog safe fruits" passes the
-    model (the checks veto it), "brake fluid" / "transmission fluid" passes both.
-    """
+def _tuning_pairs() -> list[dict]:
+    """The held-out workload's tuning pairs (never trained on)."""
     import json
     from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "holdout_tuning_pairs.jsonl"
-    pairs = [json.loads(line) for line in path.read_text().splitlines()]
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_paraphrases_score_well_above_near_misses_on_the_held_out_tuning_pairs(verifier):
+    """On average. Single pairs still fail: "fruits toxic to dogs" / "dog safe fruits"
+    passes the model (the checks veto it), "brake fluid" / "transmission fluid" passes both.
+    """
+    pairs = _tuning_pairs()
     scores = verifier.score([(p["a"], p["b"]) for p in pairs])
     duplicate = np.array([p["duplicate"] for p in pairs])
     assert scores[duplicate].mean() > scores[~duplicate].mean() + 0.25
@@ -89,5 +93,29 @@ def test_each_shipped_model_has_a_record_of_how_it_was_made(verifier):
 
 def test_the_verifier_averages_its_models_logits(verifier):
     pairs = [("How do I reset my password?", "How can I reset my password?"), ("cats", "dogs")]
-    alone = [type(verifier)([model], verifier.tokenizer).logits(pairs) for model in verifier.models]
+    alone = [
+        type(verifier)([model], verifier.tokenizer, verifier.precision).logits(pairs)
+        for model in verifier.models
+    ]
     assert torch.allclose(verifier.logits(pairs), (alone[0] + alone[1]) / 2, atol=1e-5)
+
+
+def test_bfloat16_arithmetic_decides_as_float32_does():
+    """bfloat16 (the default where the CPU computes it natively) must not change what is
+    served: on the tuning pairs, scores within a few hundredths and the same decisions at
+    the defaults' 0.7 for all but one pair in a hundred."""
+    base = str(load_settings().embedding_model("all-MiniLM-L6-v2").model_folder())
+    pairs = [(p["a"], p["b"]) for p in _tuning_pairs()]
+    full = load_verifier(base, precision="float32")
+    half = load_verifier(base, precision="bfloat16")
+    assert (full.precision, half.precision) == ("float32", "bfloat16")
+    exact, fast = full.score(pairs, vetoes=False), half.score(pairs, vetoes=False)
+    assert not np.array_equal(exact, fast)  # the arithmetic really differs
+    assert np.abs(exact - fast).max() < 0.05
+    assert ((exact >= 0.7) != (fast >= 0.7)).mean() <= 0.01
+
+
+def test_an_unknown_precision_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown precision 'float16': use one of auto"):
+        resolve_precision("float16")
+    assert resolve_precision("auto") in ("float32", "bfloat16")

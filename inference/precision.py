@@ -1,0 +1,40 @@
+"""The arithmetic a model runs in on the CPU: float32, or bfloat16 where that is native.
+
+Weights stay in float32; under bfloat16 the matrix products run in bfloat16 (autocast)
+and outputs come back in float32. On a CPU with AVX-512 BF16 or AMX this scored pairs
+about 3 times and embedded texts about 2.3 times faster, with cosines of 0.99997 or more
+against float32 (README, "How good it is"); elsewhere bfloat16 is emulated and slower,
+so 'auto' keeps float32 there.
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+
+PRECISIONS = ("auto", "float32", "bfloat16")  # as storage.config.PRECISIONS
+
+
+def native_bfloat16() -> bool:
+    """Whether this CPU computes bfloat16 natively."""
+    import torch
+
+    try:
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    except AttributeError:  # a torch without these probes: assume not
+        return False
+
+
+def resolve_precision(precision: str) -> str:
+    """'float32' or 'bfloat16'; 'auto' takes bfloat16 where the CPU computes it natively."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r}: use one of {', '.join(PRECISIONS)}")
+    if precision == "auto":
+        return "bfloat16" if native_bfloat16() else "float32"
+    return precision
+
+
+def computing_in(precision: str) -> AbstractContextManager:
+    """The context a forward pass runs in for a resolved precision."""
+    import torch
+
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16")
