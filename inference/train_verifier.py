@@ -75,6 +75,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=SHIPPED_MODEL)
     parser.add_argument("--init", type=Path, default=None, help="continue from a trained verifier folder")
     parser.add_argument("--skip-examples", type=int, default=0, help="start this far into the shuffled data")
+    parser.add_argument(
+        "--precision",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="arithmetic of the forward pass (weights and optimizer stay float32)",
+    )
     args = parser.parse_args(argv)
 
     torch.manual_seed(args.seed)
@@ -114,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         else build_cross_encoder(base, args.layers)
     )
     model.get_input_embeddings().weight.requires_grad_(False)
-    verifier = PairVerifier([model], _tokenizer(base))
+    verifier = PairVerifier([model], _tokenizer(base), args.precision)
     model.train()
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=args.lr, weight_decay=0.01)
@@ -204,6 +210,7 @@ def _save(
         "examples_seen": steps * args.batch,
         "learning_rate": args.lr,
         "seed": args.seed,
+        "precision": args.precision,
         "seconds": round(seconds, 1),
         "qqp_train_pairs": train_pairs,
         "qqp_heldout_pairs_not_trained_on": heldout_pairs,
