@@ -41,7 +41,8 @@ def embed_through_cache(texts: list[str], model: str = "all-MiniLM-L6-v2") -> tu
     from storage.config import load_settings
     from storage.embedding_cache import EmbeddingCache
 
-    embedder = SentenceEmbedder(load_settings().embedding_model(model).model_folder())
+    # float32: the vectors are computed once and kept, so the dtype's speed does not matter here.
+    embedder = SentenceEmbedder(load_settings().embedding_model(model).model_folder(), "float32")
     cache = EmbeddingCache(DATA / "lance", model, embedder.dimension)
     return cache.embed(texts, embedder)
 

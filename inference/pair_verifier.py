@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from inference.dtypes import computing_in, resolve_dtype
 from inference.pair_conflicts import vetoed
-from inference.precision import computing_in, resolve_precision
 
 SHIPPED_MODEL = Path(__file__).resolve().parent / "verifier_model"
 # The shipped verifier averages the logits of two cross-encoders: 3 layers (trained longest)
@@ -52,21 +52,21 @@ def build_cross_encoder(base_folder: Path, num_layers: int):
 
 class PairVerifier:
     """One cross-encoder, or several whose logits are averaged (all on one tokenizer),
-    computed in `precision` (inference/precision.py)."""
+    computed in `dtype` (inference/dtypes.py)."""
 
-    def __init__(self, models: list, tokenizer, precision: str = "float32") -> None:
+    def __init__(self, models: list, tokenizer, dtype: str = "float32") -> None:
         self.models = [model.eval() for model in models]
         self.tokenizer = tokenizer
-        self.precision = resolve_precision(precision)
+        self.dtype = resolve_dtype(dtype)
 
     @classmethod
     def load(
-        cls, base_folder: Path, folders: tuple[Path, ...] = SHIPPED_MODELS, precision: str = "float32"
+        cls, base_folder: Path, folders: tuple[Path, ...] = SHIPPED_MODELS, dtype: str = "float32"
     ) -> PairVerifier:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(base_folder, local_files_only=True)
-        return cls([_load_model(base_folder, folder) for folder in folders], tokenizer, precision)
+        return cls([_load_model(base_folder, folder) for folder in folders], tokenizer, dtype)
 
     def logits(self, pairs: list[tuple[str, str]]) -> torch.Tensor:
         encoded = self.tokenizer(
@@ -77,7 +77,7 @@ class PairVerifier:
             max_length=MAX_PAIR_TOKENS,
             return_tensors="pt",
         )
-        with computing_in(self.precision):
+        with computing_in(self.dtype):
             logits = [model(**encoded).logits.squeeze(-1).float() for model in self.models]
         return torch.stack(logits).mean(dim=0)
 
@@ -128,11 +128,9 @@ def shipped_records() -> dict[str, dict]:
     return {folder.name: training_record(folder) for folder in SHIPPED_MODELS}
 
 
-def load_verifier(
-    base_folder: str, folders: tuple[str, ...] | None = None, precision: str = "auto"
-) -> PairVerifier:
+def load_verifier(base_folder: str, folders: tuple[str, ...] | None = None, *, dtype: str) -> PairVerifier:
     """The verifier made of the models in `folders` (the shipped ones by default), on the
-    base model's embeddings; loaded once per process for the same folders and precision."""
+    base model's embeddings; loaded once per process for the same folders and dtype."""
     if isinstance(folders, str | Path):
         raise TypeError(f"folders is a tuple of verifier folders, not one folder: pass ({str(folders)!r},)")
     chosen = tuple(str(Path(folder).resolve()) for folder in (folders or SHIPPED_MODELS))
@@ -142,9 +140,9 @@ def load_verifier(
                 f"the pair verifier's weights are missing from {folder}: "
                 "train them with `python -m inference.train_verifier`"
             )
-    return _load_verifier(str(Path(base_folder).resolve()), chosen, resolve_precision(precision))
+    return _load_verifier(str(Path(base_folder).resolve()), chosen, resolve_dtype(dtype))
 
 
 @lru_cache(maxsize=2)
-def _load_verifier(base_folder: str, folders: tuple[str, ...], precision: str) -> PairVerifier:
-    return PairVerifier.load(Path(base_folder), tuple(Path(folder) for folder in folders), precision)
+def _load_verifier(base_folder: str, folders: tuple[str, ...], dtype: str) -> PairVerifier:
+    return PairVerifier.load(Path(base_folder), tuple(Path(folder) for folder in folders), dtype)

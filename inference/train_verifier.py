@@ -21,6 +21,7 @@ from pathlib import Path
 
 import torch
 
+from inference.dtypes import RESOLVED_DTYPES
 from inference.pair_augment import common_words, perturbed_pairs, sibling_swapped_pairs
 from inference.pair_data import family_pairs, read_pairs, read_workload, split_by_question
 from inference.pair_verifier import (
@@ -76,10 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--init", type=Path, default=None, help="continue from a trained verifier folder")
     parser.add_argument("--skip-examples", type=int, default=0, help="start this far into the shuffled data")
     parser.add_argument(
-        "--precision",
-        choices=("float32", "bfloat16"),
+        "--dtype",
+        choices=RESOLVED_DTYPES,
         default="float32",
-        help="arithmetic of the forward pass (weights and optimizer stay float32)",
+        help="dtype of the forward pass (weights and optimizer stay float32)",
     )
     args = parser.parse_args(argv)
 
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         else build_cross_encoder(base, args.layers)
     )
     model.get_input_embeddings().weight.requires_grad_(False)
-    verifier = PairVerifier([model], _tokenizer(base), args.precision)
+    verifier = PairVerifier([model], _tokenizer(base), args.dtype)
     model.train()
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=args.lr, weight_decay=0.01)
@@ -210,7 +211,7 @@ def _save(
         "examples_seen": steps * args.batch,
         "learning_rate": args.lr,
         "seed": args.seed,
-        "precision": args.precision,
+        "dtype": args.dtype,
         "seconds": round(seconds, 1),
         "qqp_train_pairs": train_pairs,
         "qqp_heldout_pairs_not_trained_on": heldout_pairs,

@@ -11,7 +11,6 @@ from pathlib import Path
 from inference.embedder import load_embedder
 from inference.pair_conflicts import conflict
 from inference.pair_verifier import VERIFIER_BASE_MODEL, load_verifier
-from inference.precision import resolve_precision
 from storage.config import NamespaceSettings, Settings
 from storage.lookalikes import Verify
 from storage.replay import ReplayStores, replay_workload
@@ -62,7 +61,7 @@ def effective_namespace(
 def verifier_for(settings: Settings):
     """The shipped verifier's scoring function."""
     base = settings.embedding_model(VERIFIER_BASE_MODEL).model_folder()
-    return load_verifier(str(base), precision=settings.verifier_precision).score
+    return load_verifier(str(base), dtype=settings.verifier_dtype).score
 
 
 def evaluate(
@@ -77,7 +76,7 @@ def evaluate(
     namespace verifies."""
     rows = read_workload(workload)
     spec = settings.embedding_model(namespace.semantic.embedding_model)
-    embedder = load_embedder(spec.engine, spec.model_folder, spec.precision)
+    embedder = load_embedder(spec.engine, spec.model_folder, spec.dtype)
     if not (namespace.semantic.enabled and namespace.semantic.verify):
         verify = None
     elif verify is None:
@@ -97,9 +96,10 @@ def evaluate(
         "threshold": semantic.threshold,
         "verify": semantic.verify,
         "verify_threshold": semantic.verify_threshold if semantic.verify else None,
-        "verifier_precision": resolve_precision(settings.verifier_precision) if semantic.verify else None,
+        # The dtype of the verifier that ran (None where none did, or a stand-in scored).
+        "verifier_dtype": getattr(getattr(verify, "__self__", None), "dtype", None),
         "embedding_model": semantic.embedding_model,
-        "embedding_precision": getattr(embedder, "precision", None),
+        "embedding_dtype": getattr(embedder, "dtype", None),
         "store": str(store) if store else "temporary",
         "workload": str(workload),
     }
@@ -158,7 +158,7 @@ def calibrate(
     current = settings.namespace(namespace, tenant)
     model = current.semantic.embedding_model
     spec = settings.embedding_model(model)
-    embedder = load_embedder(spec.engine, spec.model_folder, spec.precision)
+    embedder = load_embedder(spec.engine, spec.model_folder, spec.dtype)
     cache = EmbeddingCache(lance_folder, model, embedder.dimension)
     verify = verifier_for(settings)
     if source.pairs is not None:

@@ -48,7 +48,7 @@ class InferCacheResource(dg.ConfigurableResource):
 
     def embedder(self, embedding_model: str) -> Embedder:
         spec = self.settings().embedding_model(embedding_model)
-        return load_embedder(spec.engine, spec.model_folder, spec.precision)
+        return load_embedder(spec.engine, spec.model_folder, spec.dtype)
 
     def embedding_cache(self, embedding_model: str) -> EmbeddingCache:
         dimension = self.embedder(embedding_model).dimension
@@ -59,7 +59,7 @@ class InferCacheResource(dg.ConfigurableResource):
         settings = self.settings()
         base = settings.embedding_model(VERIFIER_BASE_MODEL).model_folder()
         folders = (self.verifier_folder,) if self.verifier_folder else None  # None: the shipped ones
-        return load_verifier(str(base), folders, settings.verifier_precision).score
+        return load_verifier(str(base), folders, dtype=settings.verifier_dtype).score
 
     def semantic_index(self, embedding_model: str) -> SemanticIndex:
         dimension = self.embedder(embedding_model).dimension

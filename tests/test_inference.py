@@ -77,7 +77,7 @@ def test_bfloat16_embeddings_are_unit_vectors_close_to_float32_ones(minilm):
     texts = ["How do I reset my password?", "cancel my subscription", "180 c to f", "x" * 900]
     half = SentenceEmbedder(load_settings().embedding_model("all-MiniLM-L6-v2").model_folder(), "bfloat16")
     exact, fast = minilm(texts), half(texts)
-    assert (minilm.precision, half.precision) == ("float32", "bfloat16")
+    assert (minilm.dtype, half.dtype) == ("float32", "bfloat16")
     assert not np.array_equal(exact, fast)  # the arithmetic really differs
     np.testing.assert_allclose(np.linalg.norm(fast, axis=1), 1.0, atol=1e-5)
     assert (exact * fast).sum(axis=1).min() > 0.9999

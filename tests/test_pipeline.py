@@ -256,3 +256,14 @@ def test_write_back_applies_each_tenant_namespace_own_capacity_and_ttl(tmp_path)
     assert write_back[0].materialization.metadata["entries_evicted"].value == 3
     # The evicted entries' vectors are gone too: one vector per stored entry.
     assert resource.semantic_index("all-MiniLM-L6-v2").count() == 3
+
+
+def test_the_resource_hands_the_configured_dtypes_to_its_models(tmp_path):
+    """The pipeline embeds and verifies in the dtype models.yaml asks for (auto here)."""
+    from inference.dtypes import resolve_dtype
+
+    resource = InferCacheResource(home=str(tmp_path))
+    settings = resource.settings()
+    spec = settings.embedding_model("all-MiniLM-L6-v2")
+    assert resource.embedder("all-MiniLM-L6-v2").dtype == resolve_dtype(spec.dtype)
+    assert resource.verifier().__self__.dtype == resolve_dtype(settings.verifier_dtype)

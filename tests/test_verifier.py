@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
+from inference.dtypes import native_bfloat16, resolve_dtype
 from inference.pair_verifier import SHIPPED_MODELS, load_verifier, shipped_records
-from inference.precision import resolve_precision
 from storage.config import load_settings
 
 pytestmark = pytest.mark.slow
@@ -13,8 +13,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def verifier():
-    base = load_settings().embedding_model("all-MiniLM-L6-v2").model_folder()
-    return load_verifier(str(base))
+    settings = load_settings()
+    base = settings.embedding_model("all-MiniLM-L6-v2").model_folder()
+    return load_verifier(str(base), dtype=settings.verifier_dtype)
 
 
 def test_scores_are_symmetric_probabilities(verifier):
@@ -94,8 +95,7 @@ def test_each_shipped_model_has_a_record_of_how_it_was_made(verifier):
 def test_the_verifier_averages_its_models_logits(verifier):
     pairs = [("How do I reset my password?", "How can I reset my password?"), ("cats", "dogs")]
     alone = [
-        type(verifier)([model], verifier.tokenizer, verifier.precision).logits(pairs)
-        for model in verifier.models
+        type(verifier)([model], verifier.tokenizer, verifier.dtype).logits(pairs) for model in verifier.models
     ]
     assert torch.allclose(verifier.logits(pairs), (alone[0] + alone[1]) / 2, atol=1e-5)
 
@@ -106,16 +106,16 @@ def test_bfloat16_arithmetic_decides_as_float32_does():
     the defaults' 0.7 for all but one pair in a hundred."""
     base = str(load_settings().embedding_model("all-MiniLM-L6-v2").model_folder())
     pairs = [(p["a"], p["b"]) for p in _tuning_pairs()]
-    full = load_verifier(base, precision="float32")
-    half = load_verifier(base, precision="bfloat16")
-    assert (full.precision, half.precision) == ("float32", "bfloat16")
+    full = load_verifier(base, dtype="float32")
+    half = load_verifier(base, dtype="bfloat16")
+    assert (full.dtype, half.dtype) == ("float32", "bfloat16")
     exact, fast = full.score(pairs, vetoes=False), half.score(pairs, vetoes=False)
     assert not np.array_equal(exact, fast)  # the arithmetic really differs
     assert np.abs(exact - fast).max() < 0.05
     assert ((exact >= 0.7) != (fast >= 0.7)).mean() <= 0.01
 
 
-def test_an_unknown_precision_is_a_clear_error():
-    with pytest.raises(ValueError, match="unknown precision 'float16': use one of auto"):
-        resolve_precision("float16")
-    assert resolve_precision("auto") in ("float32", "bfloat16")
+def test_an_unknown_dtype_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown dtype 'float16': use one of auto"):
+        resolve_dtype("float16")
+    assert resolve_dtype("auto") == ("bfloat16" if native_bfloat16() else "float32")

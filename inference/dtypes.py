@@ -1,9 +1,9 @@
-"""The arithmetic a model runs in on the CPU: float32, or bfloat16 where that is native.
+"""The dtype a model computes in on the CPU: float32, or bfloat16 where that is native.
 
 Weights stay in float32; under bfloat16 the matrix products run in bfloat16 (autocast)
 and outputs come back in float32. On a CPU with AVX-512 BF16 or AMX this scored pairs
 about 3 times and embedded texts about 2.3 times faster, with cosines of 0.99997 or more
-against float32 (README, "How good it is"); elsewhere bfloat16 is emulated and slower,
+against float32 (README, "Semantic cache"); elsewhere bfloat16 is emulated and slower,
 so 'auto' keeps float32 there.
 """
 
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 
-PRECISIONS = ("auto", "float32", "bfloat16")  # as storage.config.PRECISIONS
+from storage.config import DTYPES
+
+RESOLVED_DTYPES = ("float32", "bfloat16")
 
 
 def native_bfloat16() -> bool:
@@ -24,17 +26,19 @@ def native_bfloat16() -> bool:
         return False
 
 
-def resolve_precision(precision: str) -> str:
+def resolve_dtype(dtype: str) -> str:
     """'float32' or 'bfloat16'; 'auto' takes bfloat16 where the CPU computes it natively."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"unknown precision {precision!r}: use one of {', '.join(PRECISIONS)}")
-    if precision == "auto":
+    if dtype not in DTYPES:
+        raise ValueError(f"unknown dtype {dtype!r}: use one of {', '.join(DTYPES)}")
+    if dtype == "auto":
         return "bfloat16" if native_bfloat16() else "float32"
-    return precision
+    return dtype
 
 
-def computing_in(precision: str) -> AbstractContextManager:
-    """The context a forward pass runs in for a resolved precision."""
+def computing_in(dtype: str) -> AbstractContextManager:
+    """The context a forward pass runs in, for a resolved dtype."""
     import torch
 
-    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16")
+    if dtype not in RESOLVED_DTYPES:
+        raise ValueError(f"resolve the dtype {dtype!r} first (resolve_dtype)")
+    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bfloat16")
