@@ -1,5 +1,7 @@
 """The shipped pair verifier: loads offline from the repository, scores pairs sensibly."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -86,10 +88,14 @@ def test_a_batch_scores_each_pair_as_alone_and_never_runs_the_model_on_a_vetoed_
 
 def test_each_shipped_model_has_a_record_of_how_it_was_made(verifier):
     records = shipped_records()
-    assert len(records) == len(SHIPPED_MODELS) == len(verifier.models) == 2
+    assert len(records) == len(SHIPPED_MODELS) == len(verifier.models) == 3
     for record in records.values():
         assert record["qqp_heldout_pairs_not_trained_on"] > 0 and record["steps"] > 0
-    assert sorted(r["layers"] for r in records.values()) == [3, 6]
+    assert sorted(r["layers"] for r in records.values()) == [3, 6, 6]
+    # The family files 29 to 34 choose settings and models: no shipped model saw them.
+    development = {f"part{n}.jsonl" for n in range(29, 35)}
+    for record in records.values():
+        assert development.isdisjoint(Path(f).name for f in record["family_files"])
 
 
 def test_the_verifier_averages_its_models_logits(verifier):
@@ -97,7 +103,7 @@ def test_the_verifier_averages_its_models_logits(verifier):
     alone = [
         type(verifier)([model], verifier.tokenizer, verifier.dtype).logits(pairs) for model in verifier.models
     ]
-    assert torch.allclose(verifier.logits(pairs), (alone[0] + alone[1]) / 2, atol=1e-5)
+    assert torch.allclose(verifier.logits(pairs), sum(alone) / len(alone), atol=1e-5)
 
 
 def test_bfloat16_arithmetic_decides_as_float32_does():
