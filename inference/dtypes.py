@@ -35,10 +35,11 @@ def resolve_dtype(dtype: str) -> str:
     return dtype
 
 
-def computing_in(dtype: str) -> AbstractContextManager:
-    """The context a forward pass runs in, for a resolved dtype."""
+def computing_in(dtype: str, device_type: str = "cpu") -> AbstractContextManager:
+    """The context a forward pass runs in, for a resolved dtype, on the CPU or (when
+    training offline) a GPU ('cuda')."""
     import torch
 
     if dtype not in RESOLVED_DTYPES:
         raise ValueError(f"resolve the dtype {dtype!r} first (resolve_dtype)")
-    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=dtype == "bfloat16")
+    return torch.autocast(device_type, dtype=torch.bfloat16, enabled=dtype == "bfloat16")

@@ -51,8 +51,10 @@ def build_cross_encoder(base_folder: Path, num_layers: int):
     config = AutoConfig.from_pretrained(base_folder, local_files_only=True)
     config.num_hidden_layers = num_layers
     config.num_labels = 1
+    # float32 weights whatever the base folder stores (a half-precision copy of it must
+    # not make the trained weights half precision).
     return AutoModelForSequenceClassification.from_pretrained(
-        base_folder, config=config, local_files_only=True, ignore_mismatched_sizes=True
+        base_folder, config=config, local_files_only=True, ignore_mismatched_sizes=True, dtype=torch.float32
     )
 
 
@@ -83,8 +85,10 @@ class PairVerifier:
             max_length=MAX_PAIR_TOKENS,
             return_tensors="pt",
         )
-        with computing_in(self.dtype):
-            logits = [model(**encoded).logits.squeeze(-1).float() for model in self.models]
+        # The models lie on the CPU, except when train_verifier puts one on a GPU.
+        device = next(self.models[0].parameters()).device
+        with computing_in(self.dtype, device.type):
+            logits = [model(**encoded.to(device)).logits.squeeze(-1).float() for model in self.models]
         return torch.stack(logits).mean(dim=0)
 
     def score(self, pairs: list[tuple[str, str]], vetoes: bool = True) -> np.ndarray:
@@ -106,7 +110,7 @@ class PairVerifier:
             for start in range(0, len(by_length), SCORE_BATCH):
                 batch = by_length[start : start + SCORE_BATCH]
                 logits = self.logits([ordered[i] for i in batch])
-                scores[to_score[batch]] = torch.sigmoid(logits).numpy()
+                scores[to_score[batch]] = torch.sigmoid(logits).cpu().numpy()
         return scores
 
 

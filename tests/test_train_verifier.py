@@ -1,0 +1,109 @@
+"""Training the pair verifier (inference/train_verifier.py) end to end on a few real pairs:
+a 1-layer cross-encoder from the installed MiniLM, a handful of steps on the CPU."""
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from inference.pair_verifier import WORD_EMBEDDINGS, PairVerifier, build_cross_encoder
+from inference.train_verifier import _progress, main
+from storage.config import load_settings
+
+pytestmark = pytest.mark.slow
+
+PAIRS = [
+    ("How do I cancel my order?", "How can I cancel my order?", True),
+    ("How do I cancel my order?", "How do I cancel my subscription?", False),
+    ("What is the capital of France?", "Which city is the capital of France?", True),
+    ("What is the capital of France?", "What is the capital of Spain?", False),
+    ("How do I increase my credit limit?", "How can I raise my credit limit?", True),
+    ("How do I increase my credit limit?", "How do I decrease my credit limit?", False),
+]
+
+
+@pytest.fixture
+def base() -> Path:
+    return load_settings().embedding_model("all-MiniLM-L6-v2").model_folder()
+
+
+@pytest.fixture
+def training_files(tmp_path: Path) -> dict[str, Path]:
+    qqp = tmp_path / "qqp.jsonl.gz"
+    rows = [{"a": a, "b": b, "duplicate": duplicate} for a, b, duplicate in PAIRS * 4]
+    with gzip.open(qqp, "wt") as out:
+        out.writelines(json.dumps(row) + "\n" for row in rows)
+    family = tmp_path / "family.jsonl"
+    family.write_text(
+        "".join(
+            json.dumps({"text": text, "group": group}) + "\n"
+            for text, group in [
+                ("convert 10 USD to EUR", "fx.usd-eur"),
+                ("10 dollars in euros", "fx.usd-eur"),
+                ("convert 10 EUR to USD", "fx.eur-usd"),
+            ]
+        )
+    )
+    return {"qqp": qqp, "family": family, "missing": tmp_path / "none.jsonl"}
+
+
+def _train(training_files: dict[str, Path], out: Path, *extra: str) -> dict:
+    argv = ["--qqp", str(training_files["qqp"]), "--adversarial", str(training_files["missing"])]
+    argv += ["--families", str(training_files["family"]), "--layers", "1", "--batch", "4", "--out", str(out)]
+    assert main(argv + list(extra)) == 0
+    return json.loads((out / "training.json").read_text())
+
+
+def test_progress_runs_by_steps_or_by_the_clock_whichever_ends_first():
+    assert _progress(50, 100, seconds=10.0, max_minutes=None) == 0.5
+    assert _progress(50, 100, seconds=30.0, max_minutes=1.0) == 0.5
+    assert _progress(10, 100, seconds=45.0, max_minutes=1.0) == 0.75
+
+
+def test_a_trained_verifier_is_saved_without_word_embeddings_and_loads(training_files, base, tmp_path):
+    out = tmp_path / "verifier"
+    record = _train(training_files, out, "--steps", "6", "--seed", "3")
+
+    assert record["steps"] == 6 and record["examples_seen"] == 24 and record["device"] == "cpu"
+    weights = load_file(out / "weights.safetensors")
+    assert WORD_EMBEDDINGS not in weights
+    assert {tensor.dtype for tensor in weights.values() if tensor.is_floating_point()} == {torch.float16}
+    scores = PairVerifier.load(base, (out,)).score([PAIRS[0][:2], PAIRS[0][1::-1]], vetoes=False)
+    assert 0.0 < scores[0] < 1.0 and scores[0] == pytest.approx(scores[1])
+
+
+def test_the_clock_ends_training_before_the_steps_do(training_files, tmp_path):
+    # 0.0001 minutes is 6 ms: the first step already takes longer.
+    record = _train(training_files, tmp_path / "verifier", "--steps", "1000", "--max-minutes", "0.0001")
+    assert 1 <= record["steps"] < 1000
+
+
+def test_a_time_limit_of_zero_is_refused(training_files, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        _train(training_files, tmp_path / "verifier", "--max-minutes", "0")
+    assert "--max-minutes must be above 0" in capsys.readouterr().err
+
+
+def test_a_half_precision_copy_of_the_base_still_trains_float32_weights(base, tmp_path):
+    # A GPU machine is sent a float16 copy of MiniLM (half the bytes to move); the
+    # model built from it must still hold float32 weights for the optimizer.
+    copy = tmp_path / "base16"
+    copy.mkdir()
+    for name in (
+        "config.json",
+        "tokenizer.json",
+        "tokenizer_config.json",
+        "vocab.txt",
+        "special_tokens_map.json",
+    ):
+        (copy / name).write_bytes((base / name).read_bytes())
+    weights = load_file(base / "model.safetensors")
+    save_file(
+        {name: tensor.to(torch.float16) for name, tensor in weights.items()}, copy / "model.safetensors"
+    )
+
+    model = build_cross_encoder(copy, num_layers=1)
+    assert {parameter.dtype for parameter in model.parameters()} == {torch.float32}
