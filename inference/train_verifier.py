@@ -4,9 +4,10 @@ Fine-tunes a cross-encoder initialised from the first layers of all-MiniLM-L6-v2
 on the training side of the QQP pairs (split by question, see pair_data) plus the
 project's own adversarial pairs, with the word embeddings frozen. Writes the
 weights (fp16, without the word embeddings) and a record of how they were trained
-to inference/verifier_model/ (the shipped 3-layer model) or to --out; the shipped
-6-layer model in inference/verifier_model_6_layers/ was made with --layers 6 (its
-record holds the command).
+(training.json, with the command) to --out. The shipped models
+(inference/verifier_model_a and _b) were trained with --layers 6 --device cuda on a
+GPU machine; on 2 CPU cores a 6-layer model takes about 0.3 s a step of 32 pairs in
+bfloat16 (0.54 s in float32).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from inference.pair_data import family_pairs, read_pairs, read_workload, split_b
 from inference.pair_verifier import (
     CONFIG_FILE,
     RECORD_FILE,
-    SHIPPED_MODEL,
     WEIGHTS_FILE,
     WORD_EMBEDDINGS,
     PairVerifier,
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=SHIPPED_MODEL)
+    parser.add_argument("--out", type=Path, required=True, help="folder to write the model to")
     parser.add_argument("--init", type=Path, default=None, help="continue from a trained verifier folder")
     parser.add_argument(
         "--base",
