@@ -107,3 +107,11 @@ def test_a_half_precision_copy_of_the_base_still_trains_float32_weights(base, tm
 
     model = build_cross_encoder(copy, num_layers=1)
     assert {parameter.dtype for parameter in model.parameters()} == {torch.float32}
+
+
+def test_the_development_families_are_left_out_unless_named():
+    from inference.train_verifier import ALL_FAMILIES, DEFAULT_FAMILIES, DEVELOPMENT_FAMILIES
+
+    assert len(DEVELOPMENT_FAMILIES) == 6 and all(path.exists() for path in DEVELOPMENT_FAMILIES)
+    assert set(DEFAULT_FAMILIES) == set(ALL_FAMILIES) - set(DEVELOPMENT_FAMILIES)
+    assert not any("holdout" in path.name for path in ALL_FAMILIES)

@@ -51,16 +51,16 @@ def overlapping_families(holdout: list[dict], training: list[str], training_matr
 def training_file_names() -> list[str]:
     """The hand-written training files compared (QQP's training side and the generated
     pairs are not), as the overlap record names them."""
-    from inference.train_verifier import DEFAULT_ADVERSARIAL, DEFAULT_FAMILIES
+    from inference.train_verifier import ALL_FAMILIES, DEFAULT_ADVERSARIAL
 
-    return [str(path.relative_to(HERE.parents[1])) for path in (*DEFAULT_FAMILIES, DEFAULT_ADVERSARIAL)]
+    return [str(path.relative_to(HERE.parents[1])) for path in (*ALL_FAMILIES, DEFAULT_ADVERSARIAL)]
 
 
 def training_texts() -> list[str]:
     from inference.pair_data import read_pairs
-    from inference.train_verifier import DEFAULT_ADVERSARIAL, DEFAULT_FAMILIES
+    from inference.train_verifier import ALL_FAMILIES, DEFAULT_ADVERSARIAL
 
-    texts = [row["text"] for path in DEFAULT_FAMILIES for row in read_workload(path)]
+    texts = [row["text"] for path in ALL_FAMILIES for row in read_workload(path)]
     texts += [text for pair in read_pairs(DEFAULT_ADVERSARIAL) for text in (pair["a"], pair["b"])]
     return list(dict.fromkeys(texts))
 
