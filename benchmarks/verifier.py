@@ -23,6 +23,10 @@
 5. A fourth held-out workload (benchmarks/data/adversarial_holdout4.jsonl, 846 requests
    in 60 families on other topics), written the same way in session 8 after the shipped
    model and defaults were chosen: the clean yardstick now, replayed only to report.
+6. Customer messages in statement form (benchmarks/data/statements_holdout.jsonl, 432
+   support tickets, complaints and bug reports in 40 families), written in session 11
+   after the shipped models were chosen: rewordings of one intent with their own
+   details, the case of an intent classifier's batch. Replayed only to report.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ WORKLOADS = {
     "fourth_holdout": DATA / "adversarial_holdout4.jsonl",
     "fourth_holdout_without_training_overlap": DATA / "adversarial_holdout4_clean.jsonl",
     "whole": DATA / "adversarial_holdout.jsonl",
+    "statements_holdout": DATA / "statements_holdout.jsonl",
 }
 
 
