@@ -1,4 +1,5 @@
-"""The dtype a model computes in on the CPU: float32, or bfloat16 where that is native.
+"""The dtype a model computes in on the CPU (or, when training offline, a GPU): float32,
+or bfloat16 where that is native.
 
 Weights stay in float32; under bfloat16 the matrix products run in bfloat16 (autocast)
 and outputs come back in float32. On a CPU with AVX-512 BF16 or AMX this scored pairs

@@ -22,13 +22,13 @@ import torch
 from inference.dtypes import computing_in, resolve_dtype
 from inference.pair_conflicts import vetoed
 
-MODELS_FOLDER = Path(__file__).resolve().parent
+INFERENCE_FOLDER = Path(__file__).resolve().parent
 # The shipped verifier averages the logits of two 6-layer cross-encoders trained on a GPU
-# (train_verifier --device cuda; each saw two to three times the pairs of the CPU-trained
-# models they replaced). On the first two holdouts the pair served more candidates with
+# (train_verifier --device cuda; each saw 2 to 5 times the pairs of the CPU-trained
+# 6-layer models they replaced). On the first two holdouts the pair served more candidates with
 # fewer wrong than the three CPU-trained models did at the same thresholds (README,
 # "How good it is"), for 12 layers a pair instead of 15.
-SHIPPED_MODELS = (MODELS_FOLDER / "verifier_model_a", MODELS_FOLDER / "verifier_model_b")
+SHIPPED_MODELS = (INFERENCE_FOLDER / "verifier_model_a", INFERENCE_FOLDER / "verifier_model_b")
 WEIGHTS_FILE = "weights.safetensors"
 CONFIG_FILE = "config.json"
 RECORD_FILE = "training.json"
@@ -83,8 +83,9 @@ class PairVerifier:
         )
         # The models lie on the CPU, except when train_verifier puts one on a GPU.
         device = next(self.models[0].parameters()).device
+        encoded = encoded.to(device)
         with computing_in(self.dtype, device.type):
-            logits = [model(**encoded.to(device)).logits.squeeze(-1).float() for model in self.models]
+            logits = [model(**encoded).logits.squeeze(-1).float() for model in self.models]
         return torch.stack(logits).mean(dim=0)
 
     def score(self, pairs: list[tuple[str, str]], vetoes: bool = True) -> np.ndarray:
@@ -144,7 +145,9 @@ def load_verifier(base_folder: str, folders: tuple[str, ...] | None = None, *, d
         if not (Path(folder) / WEIGHTS_FILE).exists():
             raise FileNotFoundError(
                 f"the pair verifier's weights are missing from {folder}: "
-                "train them with `python -m inference.train_verifier`"
+                "restore the shipped ones with `git checkout -- inference/verifier_model_a "
+                "inference/verifier_model_b`, or train one with "
+                "`python -m inference.train_verifier --out FOLDER`"
             )
     return _load_verifier(str(Path(base_folder).resolve()), chosen, resolve_dtype(dtype))
 

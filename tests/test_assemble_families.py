@@ -39,12 +39,14 @@ def test_a_text_written_twice_is_refused_with_both_groups_named():
         assemble(twice, "s1")
 
 
-def test_the_file_is_shuffled_with_the_seed_and_described_beside_it(tmp_path, capsys):
+def test_the_file_is_shuffled_with_the_seed_and_described_beside_it(tmp_path):
     raw = tmp_path / "raw.json"
     raw.write_text(json.dumps(FAMILIES))
     out = tmp_path / "workload.jsonl"
     assert main([str(raw), "s1", str(out), "--seed", "5", "--written", "by a test"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
+    written_order = [t for f in FAMILIES for g in f["groups"] for t in g["texts"]]
+    assert [row["text"] for row in rows] != written_order
     assert sorted(row["text"] for row in rows) == sorted(
         t for f in FAMILIES for g in f["groups"] for t in g["texts"]
     )
@@ -59,3 +61,8 @@ def test_a_family_of_one_group_is_a_clear_error(tmp_path, capsys):
     raw.write_text(json.dumps([{"topic": "alone", "groups": FAMILIES[0]["groups"][:1]}]))
     assert main([str(raw), "s1", str(tmp_path / "out.jsonl"), "--seed", "1"]) == 1
     assert "family 1 (alone) has 1 groups: give 2 to 26" in capsys.readouterr().err
+
+
+def test_a_family_without_texts_is_named_in_the_error():
+    with pytest.raises(ValueError, match=r"family 2 \(internet\) needs groups, each with texts"):
+        assemble([FAMILIES[0], {"topic": "internet", "groups": [{"intent": "slow"}]}], "s1")

@@ -10,7 +10,15 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from inference.pair_verifier import WORD_EMBEDDINGS, PairVerifier, build_cross_encoder
-from inference.train_verifier import _progress, main
+from inference.train_verifier import (
+    ALL_FAMILIES,
+    DEFAULT_FAMILIES,
+    DEVELOPMENT_FAMILIES,
+    _learning_rate,
+    _parser,
+    _progress,
+    main,
+)
 from storage.config import load_settings
 
 pytestmark = pytest.mark.slow
@@ -61,6 +69,14 @@ def test_progress_runs_by_steps_or_by_the_clock_whichever_ends_first():
     assert _progress(50, 100, seconds=10.0, max_minutes=None) == 0.5
     assert _progress(50, 100, seconds=30.0, max_minutes=1.0) == 0.5
     assert _progress(10, 100, seconds=45.0, max_minutes=1.0) == 0.75
+    assert _progress(90, 100, seconds=6.0, max_minutes=1.0) == 0.9
+
+
+def test_the_learning_rate_warms_up_then_decays_to_zero():
+    assert _learning_rate(1e-4, step=0, progress=0.0) == pytest.approx(1e-6)
+    assert _learning_rate(1e-4, step=99, progress=0.0) == pytest.approx(1e-4)
+    assert _learning_rate(1e-4, step=500, progress=0.75) == pytest.approx(2.5e-5)
+    assert _learning_rate(1e-4, step=500, progress=1.0) == 0.0
 
 
 def test_a_trained_verifier_is_saved_without_word_embeddings_and_loads(training_files, base, tmp_path):
@@ -68,6 +84,9 @@ def test_a_trained_verifier_is_saved_without_word_embeddings_and_loads(training_
     record = _train(training_files, out, "--steps", "6", "--seed", "3")
 
     assert record["steps"] == 6 and record["examples_seen"] == 24 and record["device"] == "cpu"
+    # The record names the run's own arguments (not the test runner's command line).
+    assert record["command"].startswith("python -m inference.train_verifier --qqp ")
+    assert record["command"].endswith("--steps 6 --seed 3")
     weights = load_file(out / "weights.safetensors")
     assert WORD_EMBEDDINGS not in weights
     assert {tensor.dtype for tensor in weights.values() if tensor.is_floating_point()} == {torch.float16}
@@ -110,8 +129,17 @@ def test_a_half_precision_copy_of_the_base_still_trains_float32_weights(base, tm
 
 
 def test_the_development_families_are_left_out_unless_named():
-    from inference.train_verifier import ALL_FAMILIES, DEFAULT_FAMILIES, DEVELOPMENT_FAMILIES
-
     assert len(DEVELOPMENT_FAMILIES) == 6 and all(path.exists() for path in DEVELOPMENT_FAMILIES)
     assert set(DEFAULT_FAMILIES) == set(ALL_FAMILIES) - set(DEVELOPMENT_FAMILIES)
+    assert _parser().parse_args(["--out", "x"]).families == DEFAULT_FAMILIES
+    named = _parser().parse_args(["--out", "x", "--families", str(DEVELOPMENT_FAMILIES[0])])
+    assert named.families == [DEVELOPMENT_FAMILIES[0]]
     assert not any("holdout" in path.name for path in ALL_FAMILIES)
+
+
+def test_a_gpu_asked_for_where_there_is_none_is_refused_before_any_work(tmp_path, capsys):
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    with pytest.raises(SystemExit):
+        main(["--out", str(tmp_path / "verifier"), "--device", "cuda", "--qqp", str(tmp_path / "absent.gz")])
+    assert "--device cuda: this machine has no GPU" in capsys.readouterr().err

@@ -6,8 +6,8 @@ texts of a group mean the same, the groups of a family are near misses of each o
 OUT.jsonl gets one {"text", "group"} row per text, groups named PREFIX-FFF-g (family
 number, group letter, so inference.pair_data.family_of finds the family), shuffled with
 the seed; OUT.meta.json beside it records the counts, each group's intent and topic, and
-`--written` (who wrote it, when, from what brief). A text given twice in one file is an
-error: it would make an exact hit, not a semantic one, and could sit in two groups.
+`--written` (who wrote it, when, from what brief). A text given twice in one file (case
+and spacing aside) is an error: it could sit in two groups and mislabel its pairs.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from pathlib import Path
 def assemble(families: list[dict], prefix: str) -> tuple[list[dict], list[dict]]:
     rows, meta, seen = [], [], {}
     for number, family in enumerate(families, start=1):
+        if "groups" not in family or any("texts" not in group for group in family["groups"]):
+            raise ValueError(f"family {number} ({family.get('topic')}) needs groups, each with texts")
         groups = family["groups"]
         if not 2 <= len(groups) <= len(string.ascii_lowercase):
             raise ValueError(
@@ -56,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         rows, meta = assemble(json.loads(args.raw.read_text(encoding="utf-8")), args.prefix)
-    except (ValueError, KeyError) as error:
+    except ValueError as error:
         print(f"cannot assemble {args.raw}: {error}", file=sys.stderr)
         return 1
     random.Random(args.seed).shuffle(rows)
