@@ -62,7 +62,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         verify_threshold=args.verify_threshold,
         embedding_model=args.model,
     )
-    report = evaluate(settings, args.workload, namespace, args.store, tenant=args.tenant)
+    report = evaluate(
+        settings, args.workload, namespace, args.store, tenant=args.tenant, show_wrong=args.show_wrong
+    )
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -136,6 +138,13 @@ def _ui(args: argparse.Namespace) -> int:
     os.execv(sys.executable, command)
 
 
+def _count(text: str) -> int:
+    """A command-line count: a whole number, 0 or more."""
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, not {text!r}")
+    return int(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="infercache", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -153,6 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     evaluate.add_argument("--verify-threshold", type=float, default=None)
     evaluate.add_argument("--no-verify", action="store_true", help="plain cosine, no pair verifier")
     evaluate.add_argument("--model", default=None, help="embedding model (from models.yaml)")
+    evaluate.add_argument(
+        "--show-wrong",
+        type=_count,
+        default=0,
+        metavar="N",
+        help="list up to N wrong hits (request, the entry that answered it, cosine, verifier score)",
+    )
     evaluate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     evaluate.set_defaults(handler=_evaluate)
     calibrate = commands.add_parser(

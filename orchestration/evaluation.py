@@ -13,7 +13,7 @@ from inference.pair_conflicts import conflict
 from inference.pair_verifier import VERIFIER_BASE_MODEL, load_verifier
 from storage.config import NamespaceSettings, Settings
 from storage.lookalikes import Verify
-from storage.replay import ReplayStores, replay_workload
+from storage.replay import ReplayStores, WrongHit, replay_workload
 
 # A replay goes through the workload block by block once for each of the grid's settings,
 # comparing each block with every entry before it: its time grows with the square of the
@@ -71,9 +71,12 @@ def evaluate(
     store: Path | None,
     tenant: str = "evaluation",
     verify: Verify | None = None,
+    show_wrong: int = 0,
 ) -> dict:
     """`verify` replaces the shipped verifier (for comparisons); it applies only where the
-    namespace verifies."""
+    namespace verifies. `show_wrong` > 0 adds up to that many wrong hits to the report
+    ("wrong_hit_examples": what was asked, what answered it, their cosine and, where the
+    namespace verifies, the verifier's score), in the order the replay served them."""
     rows = read_workload(workload)
     spec = settings.embedding_model(namespace.semantic.embedding_model)
     embedder = load_embedder(spec.engine, spec.model_folder, spec.dtype)
@@ -86,7 +89,12 @@ def evaluate(
         folder = store or Path(scratch)
         stores = ReplayStores(folder / "cache.duckdb", folder / "lance")
         counted = _counting_vetoes(verify, vetoes) if verify is not None else None
-        report = replay_workload(rows, namespace, stores, embedder, embedder.dimension, counted, tenant)
+        wrong_hits: list[WrongHit] | None = [] if show_wrong > 0 else None
+        report = replay_workload(
+            rows, namespace, stores, embedder, embedder.dimension, counted, tenant, wrong_hits=wrong_hits
+        )
+    if wrong_hits is not None:
+        report["wrong_hit_examples"] = _described(wrong_hits[:show_wrong], verify)
     # Which conflict checks objected, over every candidate pair the verifier was asked about.
     report["candidates_vetoed_by_check"] = dict(vetoes.most_common()) if verify is not None else None
     semantic = namespace.semantic
@@ -104,6 +112,19 @@ def evaluate(
         "workload": str(workload),
     }
     return report
+
+
+def _described(wrong_hits: list[WrongHit], verify: Verify | None) -> list[dict]:
+    pairs = [(hit.request, hit.served) for hit in wrong_hits]
+    scores = verify(pairs) if verify is not None and pairs else [None] * len(pairs)
+    return [
+        dataclasses.asdict(hit)
+        | {
+            "cosine": None if hit.cosine is None else round(hit.cosine, 4),
+            "verifier_score": None if score is None else round(float(score), 4),
+        }
+        for hit, score in zip(wrong_hits, scores, strict=True)
+    ]
 
 
 def _counting_vetoes(verify: Verify, vetoes: Counter) -> Verify:

@@ -33,6 +33,17 @@ BLOCK_SIZE = 256
 
 
 @dataclass(frozen=True)
+class WrongHit:
+    """A request served an entry of another group: what was asked, what answered it."""
+
+    request: str
+    request_group: str
+    served: str
+    served_group: str
+    cosine: float | None
+
+
+@dataclass(frozen=True)
 class ReplayStores:
     duckdb_path: Path
     lance_folder: Path
@@ -47,8 +58,11 @@ def replay_workload(
     verify: Verify | None,
     tenant: str = "evaluation",
     block_size: int = BLOCK_SIZE,
+    wrong_hits: list[WrongHit] | None = None,
 ) -> dict:
-    """Counts of the replay; see `evaluate` in the README for each figure."""
+    """Counts of the replay; see `evaluate` in the README for each figure. Where
+    `wrong_hits` is a list, each wrong semantic hit is appended to it (the first time its
+    text is looked up), for a person to read."""
     started = time.perf_counter()
     semantic = namespace.semantic
     embedding_cache = EmbeddingCache(stores.lance_folder, semantic.embedding_model, dimension)
@@ -70,6 +84,7 @@ def replay_workload(
                 tenant,
                 counts,
                 groups_with_entry,
+                wrong_hits,
             )
     seconds = time.perf_counter() - started
     requests = len(rows)
@@ -90,6 +105,24 @@ def replay_workload(
     }
 
 
+def _wrong_hits(block, unique_rows, vectors, resolutions, served_group) -> list[WrongHit]:
+    """The block's wrong semantic hits; `vectors` are the unique rows' (normalised)."""
+    position = {row: n for n, row in enumerate(unique_rows)}
+    found = []
+    for row, resolution in sorted(resolutions.items()):
+        if resolution.is_leader or served_group(resolution) == block[row]["group"]:
+            continue
+        if resolution.external is not None:
+            served, cosine = resolution.external.text, resolution.external.similarity
+        else:  # an earlier row of the block that made its own call
+            served = block[unique_rows[resolution.leader_row]]["text"]
+            cosine = float(vectors[position[row]] @ vectors[resolution.leader_row])
+        found.append(
+            WrongHit(block[row]["text"], block[row]["group"], served, served_group(resolution), cosine)
+        )
+    return found
+
+
 def _ratio(numerator: float, denominator: float) -> float | None:
     return numerator / denominator if denominator else None
 
@@ -99,7 +132,18 @@ def _identity(namespace: str, tenant: str, text: str) -> RequestIdentity:
 
 
 def _replay_block(
-    con, index, embedding_cache, block, offset, namespace, embed, verify, tenant, counts, groups_with_entry
+    con,
+    index,
+    embedding_cache,
+    block,
+    offset,
+    namespace,
+    embed,
+    verify,
+    tenant,
+    counts,
+    groups_with_entry,
+    wrong_hits,
 ) -> None:
     semantic = namespace.semantic
     identities = [_identity(namespace.name, tenant, row["text"]) for row in block]
@@ -144,6 +188,8 @@ def _replay_block(
 
     groups = [row["group"] for row in block]
     inserted = count_block(keys, groups, stored, resolutions, served_group, counts, groups_with_entry)
+    if wrong_hits is not None:
+        wrong_hits += _wrong_hits(block, unique_rows, vectors, resolutions, served_group)
 
     if inserted:
         entries = pl.DataFrame(

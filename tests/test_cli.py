@@ -99,6 +99,30 @@ def test_evaluate_with_the_verifier_says_which_checks_vetoed(tmp_path):
     assert verified["candidates_vetoed_by_check"]["opposites"] >= 2  # row 2 and row 3 against row 1
 
 
+def test_evaluate_lists_wrong_hits_when_asked(tmp_path):
+    rows = [
+        {"text": "How do I increase my credit limit?", "group": "up"},
+        {"text": "How do I decrease my credit limit?", "group": "down"},
+    ]
+    workload = _workload(tmp_path, rows)
+    args = ("evaluate", "--workload", str(workload), "--no-verify", "--threshold", "0.5")
+    assert "wrong_hit_examples" not in _cli(tmp_path, *args)
+    shown = _cli(tmp_path, *args, "--show-wrong", "5")
+    assert shown["wrong_hits"] == 1
+    (example,) = shown["wrong_hit_examples"]
+    assert example["request"] == rows[1]["text"] and example["served"] == rows[0]["text"]
+    assert (example["request_group"], example["served_group"]) == ("down", "up")
+    assert 0.5 <= example["cosine"] <= 1.0 and example["verifier_score"] is None  # none ran
+
+
+def test_evaluate_refuses_a_negative_count_of_wrong_hits(capsys):
+    from orchestration.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--workload", "w.jsonl", "--show-wrong", "-1"])
+    assert "expected a whole number of 0 or more, not '-1'" in capsys.readouterr().err
+
+
 def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path):
     pairs = tmp_path / "p.jsonl"
     rows = [

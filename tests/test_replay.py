@@ -22,7 +22,7 @@ WORKLOAD = [
 ]
 
 
-def _replay(tmp_path, minilm, block_size, verify=None, threshold=0.8):
+def _replay(tmp_path, minilm, block_size, verify=None, threshold=0.8, wrong_hits=None):
     settings = load_settings(home=tmp_path)
     namespace = settings.namespace("default")
     namespace = type(namespace)(
@@ -35,7 +35,14 @@ def _replay(tmp_path, minilm, block_size, verify=None, threshold=0.8):
     )
     stores = ReplayStores(tmp_path / f"b{block_size}" / "c.duckdb", tmp_path / f"b{block_size}" / "lance")
     return replay_workload(
-        WORKLOAD, namespace, stores, minilm, minilm.dimension, verify, block_size=block_size
+        WORKLOAD,
+        namespace,
+        stores,
+        minilm,
+        minilm.dimension,
+        verify,
+        block_size=block_size,
+        wrong_hits=wrong_hits,
     )
 
 
@@ -68,3 +75,17 @@ def test_low_threshold_without_verification_serves_wrong_answers(tmp_path, minil
     assert report["wrong_hits"] >= 1
     assert report["precision"] < 1.0
     assert report["wrong_per_1000"] == pytest.approx(1000 * report["wrong_hits"] / len(WORKLOAD))
+
+
+def test_wrong_hits_are_listed_with_what_answered_them(tmp_path, minilm):
+    listed = {}
+    for block_size in (1, 256):
+        wrong_hits = []
+        report = _replay(tmp_path, minilm, block_size, threshold=0.7, wrong_hits=wrong_hits)
+        assert 1 <= len(wrong_hits) <= report["wrong_hits"]
+        for hit in wrong_hits:
+            assert hit.request_group != hit.served_group and 0.7 <= hit.cosine <= 1.0
+        listed[block_size] = {(hit.request, hit.served) for hit in wrong_hits}
+    assert ("How do I cancel my subscription?", "How do I cancel my order?") in listed[256]
+    # A block replays as one row at a time would: the same wrong answers, whatever the block.
+    assert listed[1] == listed[256]
