@@ -13,10 +13,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import numpy as np
 import polars as pl
 
@@ -68,24 +69,10 @@ def replay_workload(
     embedding_cache = EmbeddingCache(stores.lance_folder, semantic.embedding_model, dimension)
     index = SemanticIndex(stores.lance_folder, semantic.embedding_model, dimension)
     counts = {"exact_hits": 0, "semantic_hits": 0, "right_semantic_hits": 0, "recall_denominator": 0}
-    groups_with_entry: set[str] = set()
     with open_store(stores.duckdb_path) as con:
+        replay = _Replay(con, index, embedding_cache, namespace, embed, verify, tenant, counts, wrong_hits)
         for start in range(0, len(rows), block_size):
-            block = rows[start : start + block_size]
-            _replay_block(
-                con,
-                index,
-                embedding_cache,
-                block,
-                start,
-                namespace,
-                embed,
-                verify,
-                tenant,
-                counts,
-                groups_with_entry,
-                wrong_hits,
-            )
+            _replay_block(replay, rows[start : start + block_size], start)
     seconds = time.perf_counter() - started
     requests = len(rows)
     semantic_hits = counts["semantic_hits"]
@@ -131,20 +118,25 @@ def _identity(namespace: str, tenant: str, text: str) -> RequestIdentity:
     return RequestIdentity(tenant, namespace, REPLAY_MODEL, "1", {}, "", text)
 
 
-def _replay_block(
-    con,
-    index,
-    embedding_cache,
-    block,
-    offset,
-    namespace,
-    embed,
-    verify,
-    tenant,
-    counts,
-    groups_with_entry,
-    wrong_hits,
-) -> None:
+@dataclass
+class _Replay:
+    """What every block of one replay reads and adds to."""
+
+    con: duckdb.DuckDBPyConnection
+    index: SemanticIndex
+    embedding_cache: EmbeddingCache
+    namespace: NamespaceSettings
+    embed: Callable[[list[str]], np.ndarray]
+    verify: Verify | None
+    tenant: str
+    counts: dict
+    wrong_hits: list[WrongHit] | None
+    groups_with_entry: set[str] = field(default_factory=set)
+
+
+def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
+    con, index, embedding_cache = replay.con, replay.index, replay.embedding_cache
+    namespace, tenant, verify = replay.namespace, replay.tenant, replay.verify
     semantic = namespace.semantic
     identities = [_identity(namespace.name, tenant, row["text"]) for row in block]
     canonical = [canonical_request(x) for x in identities]
@@ -167,7 +159,7 @@ def _replay_block(
     resolutions = {}
     if unique_rows and semantic.enabled:
         texts = [block[i]["text"] for i in unique_rows]
-        vectors, _ = embedding_cache.embed(texts, embed)
+        vectors, _ = embedding_cache.embed(texts, replay.embed)
         externals = cached_candidates(con, index, requests[unique_rows], vectors, now)
         resolved = resolve_lookalikes(
             vectors,
@@ -187,9 +179,11 @@ def _replay_block(
         return block[unique_rows[resolution.leader_row]]["group"]
 
     groups = [row["group"] for row in block]
-    inserted = count_block(keys, groups, stored, resolutions, served_group, counts, groups_with_entry)
-    if wrong_hits is not None:
-        wrong_hits += _wrong_hits(block, unique_rows, vectors, resolutions, served_group)
+    inserted = count_block(
+        keys, groups, stored, resolutions, served_group, replay.counts, replay.groups_with_entry
+    )
+    if replay.wrong_hits is not None:
+        replay.wrong_hits += _wrong_hits(block, unique_rows, vectors, resolutions, served_group)
 
     if inserted:
         entries = pl.DataFrame(
