@@ -3,7 +3,11 @@
 import importlib
 import sys
 
-BENCHMARKS = {"semantic": "benchmarks.semantic", "verifier": "benchmarks.verifier"}
+BENCHMARKS = {
+    "candidates": "benchmarks.candidates",
+    "semantic": "benchmarks.semantic",
+    "verifier": "benchmarks.verifier",
+}
 
 
 def main() -> int:

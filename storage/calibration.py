@@ -40,6 +40,7 @@ class Operating:
     right: int
     precision: float | None
     recall: float | None
+    positives: int  # recall's denominator, so that points of several workloads can be pooled
 
     @classmethod
     def counted(
@@ -53,6 +54,7 @@ class Operating:
             right,
             right / served if served else None,
             right / positives if positives else None,
+            positives,
         )
 
     @property

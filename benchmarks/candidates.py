@@ -1,0 +1,141 @@
+"""Compare pair-verifier candidates on the development workloads: `python -m benchmarks
+candidates --candidate NAME=FOLDER[,FOLDER...] ... [--workloads NAME ...] --json`.
+
+Chooses among trained verifiers without replaying the holdouts that report quality (the
+third, fourth and statement holdouts). Each candidate (one verifier folder, or several
+whose logits are averaged; the shipped verifier is always one, as "shipped") replays
+each development workload over a grid of settings the way `calibrate --workload` does
+(storage.calibration.replay_points: the look-up path's own counting, each candidate pair
+scored once), and the counts are pooled over the workloads. It reports, per candidate,
+the pooled figures at the defaults and at the strict setting, the most recall reached at
+pooled precision 0.99, 0.98 and 0.97 (and where), and each workload at the defaults.
+
+Development workloads: the first holdout (whole) and the second, and the family files
+29 to 34, their rows shuffled with a fixed seed. The shipped models were trained on
+files 29 to 34 (their records say so), so a comparison with them uses
+`--workloads first_holdout second_holdout`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from pathlib import Path
+
+from benchmarks.common import REPO, embed_through_cache, quiet_environment
+
+DATA = REPO / "benchmarks" / "data"
+WRITTEN = REPO / "inference" / "verifier_data" / "written"
+WORKLOADS = {
+    "first_holdout": (DATA / "adversarial_holdout.jsonl", False),
+    "second_holdout": (DATA / "adversarial_holdout2.jsonl", False),
+} | {f"family_file_{n}": (WRITTEN / f"part{n}.jsonl", True) for n in range(29, 35)}
+COSINE_GRID = (0.65, 0.7, 0.72, 0.75, 0.8, 0.85)
+VERIFY_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97)
+STRICT = (0.8, 0.9)
+PRECISIONS = (0.99, 0.98, 0.97)
+SHUFFLE_SEED = 0  # a family file lists its groups together; a replay needs them mixed
+
+
+def _candidate(text: str) -> tuple[str, tuple[str, ...]]:
+    name, _, folders = text.partition("=")
+    if not name or not folders:
+        raise argparse.ArgumentTypeError(f"expected NAME=FOLDER[,FOLDER...], not {text!r}")
+    missing = [folder for folder in folders.split(",") if not (Path(folder) / "weights.safetensors").exists()]
+    if missing:
+        raise argparse.ArgumentTypeError(f"no verifier weights in {', '.join(missing)}")
+    return name, tuple(folders.split(","))
+
+
+def read_rows(path: Path, shuffle: bool) -> tuple[list[str], list[str]]:
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if shuffle:
+        random.Random(SHUFFLE_SEED).shuffle(rows)
+    return [row["text"] for row in rows], [str(row["group"]) for row in rows]
+
+
+def pooled(points_by_workload: dict[str, list]) -> dict[tuple, list[int]]:
+    """(cosine, verify threshold) -> [served, right, positives] summed over the workloads."""
+    totals: dict[tuple, list[int]] = {}
+    for points in points_by_workload.values():
+        for point in points:
+            total = totals.setdefault((point.threshold, point.verify_threshold), [0, 0, 0])
+            total[0] += point.served
+            total[1] += point.right
+            total[2] += point.positives
+    return totals
+
+
+def _figures(served: int, right: int, positives: int) -> dict:
+    return {
+        "served": served,
+        "wrong": served - right,
+        "precision": right / served if served else None,
+        "recall": right / positives if positives else None,
+    }
+
+
+def summary(points_by_workload: dict[str, list], defaults: tuple[float, float]) -> dict:
+    totals = pooled(points_by_workload)
+    frontier = {}
+    for target in PRECISIONS:
+        reaching = [
+            (right / positives, setting)
+            for setting, (served, right, positives) in totals.items()
+            if served and positives and right / served >= target
+        ]
+        recall, setting = max(reaching, default=(None, None))
+        frontier[str(target)] = {"recall": recall, "setting": setting}
+    return {
+        "defaults": _figures(*totals[defaults]),
+        "strict": _figures(*totals[STRICT]),
+        "best_recall_at_precision": frontier,
+        "each_workload_at_defaults": {
+            name: next(
+                _figures(p.served, p.right, p.positives)
+                for p in points
+                if (p.threshold, p.verify_threshold) == defaults
+            )
+            for name, points in points_by_workload.items()
+        },
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks candidates", description=__doc__)
+    parser.add_argument("--candidate", type=_candidate, action="append", default=[], metavar="NAME=FOLDERS")
+    parser.add_argument("--workloads", nargs="+", choices=sorted(WORKLOADS), default=sorted(WORKLOADS))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    quiet_environment()
+    from inference.pair_verifier import SHIPPED_MODELS, VERIFIER_BASE_MODEL, load_verifier
+    from storage.calibration import replay_points
+    from storage.config import load_settings
+    from storage.keys import normalized_text
+
+    settings = load_settings()
+    semantic = settings.namespace("default").semantic
+    defaults = (semantic.threshold, semantic.verify_threshold)
+    base = str(settings.embedding_model(VERIFIER_BASE_MODEL).model_folder())
+    workloads = {}
+    for name in args.workloads:
+        texts, groups = read_rows(*WORKLOADS[name])
+        vectors, _ = embed_through_cache(list(dict.fromkeys(normalized_text(text) for text in texts)))
+        workloads[name] = (texts, groups, vectors)
+    candidates = [("shipped", tuple(str(folder) for folder in SHIPPED_MODELS)), *args.candidate]
+    report = {"defaults": defaults, "strict": STRICT, "workloads": args.workloads, "candidates": {}}
+    for name, folders in candidates:
+        verify = load_verifier(base, folders, dtype=settings.verifier_dtype).score
+        points = {
+            workload: replay_points(texts, groups, vectors, verify, COSINE_GRID, VERIFY_GRID)
+            for workload, (texts, groups, vectors) in workloads.items()
+        }
+        report["candidates"][name] = {"folders": list(folders)} | summary(points, defaults)
+    print(json.dumps(report, indent=2) if args.json else report)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
