@@ -69,7 +69,15 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         for key, value in report.items():
+            if key == "wrong_hit_examples":
+                continue
             print(f"{key:>22}  {value}")
+        for hit in report.get("wrong_hit_examples", []):
+            score = "" if hit["verifier_score"] is None else f", verifier {hit['verifier_score']}"
+            print(
+                f"wrong: {hit['request']!r} ({hit['request_group']}) served {hit['served']!r} "
+                f"({hit['served_group']}), cosine {hit['cosine']}{score}"
+            )
     return 0
 
 
@@ -140,9 +148,13 @@ def _ui(args: argparse.Namespace) -> int:
 
 def _count(text: str) -> int:
     """A command-line count: a whole number, 0 or more."""
-    if not text.isdigit():
+    try:
+        count = int(text)
+    except ValueError:
+        count = -1
+    if count < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number of 0 or more, not {text!r}")
-    return int(text)
+    return count
 
 
 def main(argv: list[str] | None = None) -> int:

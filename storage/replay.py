@@ -41,7 +41,7 @@ class WrongHit:
     request_group: str
     served: str
     served_group: str
-    cosine: float | None
+    cosine: float
 
 
 @dataclass(frozen=True)
@@ -62,8 +62,8 @@ def replay_workload(
     wrong_hits: list[WrongHit] | None = None,
 ) -> dict:
     """Counts of the replay; see `evaluate` in the README for each figure. Where
-    `wrong_hits` is a list, each wrong semantic hit is appended to it (the first time its
-    text is looked up), for a person to read."""
+    `wrong_hits` is a list, every wrong semantic hit counted is appended to it, in the
+    order served, for a person to read."""
     started = time.perf_counter()
     semantic = namespace.semantic
     embedding_cache = EmbeddingCache(stores.lance_folder, semantic.embedding_model, dimension)
@@ -92,18 +92,25 @@ def replay_workload(
     }
 
 
-def _wrong_hits(block, unique_rows, vectors, resolutions, served_group) -> list[WrongHit]:
-    """The block's wrong semantic hits; `vectors` are the unique rows' (normalised)."""
+def _wrong_hits(
+    block: list[dict],
+    unique_rows: list[int],
+    vectors: np.ndarray,
+    resolutions: dict[int, Resolution],
+    wrong: list[tuple[int, int]],
+    served_group: Callable[[Resolution], str],
+) -> list[WrongHit]:
+    """The block's wrong hits, from count_block's (row, row whose look-up served it);
+    `vectors` are the unique rows' (normalised), in unique_rows' order."""
     position = {row: n for n, row in enumerate(unique_rows)}
     found = []
-    for row, resolution in sorted(resolutions.items()):
-        if resolution.is_leader or served_group(resolution) == block[row]["group"]:
-            continue
+    for row, first in wrong:
+        resolution = resolutions[first]
         if resolution.external is not None:
             served, cosine = resolution.external.text, resolution.external.similarity
         else:  # an earlier row of the block that made its own call
             served = block[unique_rows[resolution.leader_row]]["text"]
-            cosine = float(vectors[position[row]] @ vectors[resolution.leader_row])
+            cosine = float(vectors[position[first]] @ vectors[resolution.leader_row])
         found.append(
             WrongHit(block[row]["text"], block[row]["group"], served, served_group(resolution), cosine)
         )
@@ -179,11 +186,12 @@ def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
         return block[unique_rows[resolution.leader_row]]["group"]
 
     groups = [row["group"] for row in block]
+    wrong: list[tuple[int, int]] | None = [] if replay.wrong_hits is not None else None
     inserted = count_block(
-        keys, groups, stored, resolutions, served_group, replay.counts, replay.groups_with_entry
+        keys, groups, stored, resolutions, served_group, replay.counts, replay.groups_with_entry, wrong
     )
     if replay.wrong_hits is not None:
-        replay.wrong_hits += _wrong_hits(block, unique_rows, vectors, resolutions, served_group)
+        replay.wrong_hits += _wrong_hits(block, unique_rows, vectors, resolutions, wrong, served_group)
 
     if inserted:
         entries = pl.DataFrame(
@@ -248,12 +256,14 @@ def count_block(
     served_group: Callable[[Resolution], str],
     counts: dict,
     groups_with_entry: set[str],
+    wrong: list[tuple[int, int]] | None = None,
 ) -> list[int]:
     """Count one block's rows as a one-by-one replay would, and return the rows it inserts.
 
     `resolutions` holds the look-up of each row of rows_to_resolve; a later copy of a key
     in the block follows its first row (an exact hit where that row inserted, the same
-    semantic hit where it was served).
+    semantic hit where it was served). Where `wrong` is a list, each wrong semantic hit
+    is appended to it as (row, the row whose look-up served it).
     """
     first_row = _first_rows(keys)
     inserted: list[int] = []
@@ -269,8 +279,11 @@ def count_block(
         if group in groups_with_entry:
             counts["recall_denominator"] += 1
         if resolution is not None and not resolution.is_leader:
+            right = served_group(resolution) == group
             counts["semantic_hits"] += 1
-            counts["right_semantic_hits"] += served_group(resolution) == group
+            counts["right_semantic_hits"] += right
+            if not right and wrong is not None:
+                wrong.append((i, first))
             continue
         inserted.append(i)
         groups_with_entry.add(group)

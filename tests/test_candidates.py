@@ -6,35 +6,52 @@ import json
 import pytest
 
 from benchmarks.candidates import _candidate, main, pooled, summary
+from benchmarks.common import REPO
 from storage.calibration import Operating
+
+MODEL_A = str(REPO / "inference" / "verifier_model_a")
 
 
 def test_a_candidate_names_its_folders_and_they_must_hold_weights(tmp_path):
-    assert _candidate("a=inference/verifier_model_a") == ("a", ("inference/verifier_model_a",))
+    assert _candidate(f"a={MODEL_A}") == ("a", (MODEL_A,))
     with pytest.raises(argparse.ArgumentTypeError, match="expected NAME=FOLDER"):
-        _candidate("inference/verifier_model_a")
+        _candidate(MODEL_A)
     with pytest.raises(argparse.ArgumentTypeError, match=f"no verifier weights in {tmp_path}"):
-        _candidate(f"a=inference/verifier_model_a,{tmp_path}")
+        _candidate(f"a={MODEL_A},{tmp_path}")
+
+
+def test_two_candidates_of_one_name_are_refused(capsys):
+    with pytest.raises(SystemExit):
+        main(["--candidate", f"shipped={MODEL_A}"])
+    assert "each candidate needs its own name" in capsys.readouterr().err
 
 
 def test_workloads_pool_by_setting_and_the_frontier_takes_the_most_recall():
-    first = [Operating.counted(0.72, 0.7, 10, 9, 20), Operating.counted(0.8, 0.9, 5, 5, 20)]
-    second = [Operating.counted(0.72, 0.7, 30, 29, 40), Operating.counted(0.8, 0.9, 10, 10, 40)]
-    assert pooled({"one": first, "two": second}) == {(0.72, 0.7): [40, 38, 60], (0.8, 0.9): [15, 15, 60]}
+    first = [
+        Operating.counted(0.72, 0.7, 10, 9, 20),
+        Operating.counted(0.75, 0.8, 20, 20, 20),
+        Operating.counted(0.8, 0.9, 5, 5, 20),
+    ]
+    second = [
+        Operating.counted(0.72, 0.7, 30, 29, 40),
+        Operating.counted(0.75, 0.8, 20, 19, 40),
+        Operating.counted(0.8, 0.9, 10, 10, 40),
+    ]
+    totals = pooled({"one": first, "two": second})
+    assert totals == {(0.72, 0.7): [40, 38, 60], (0.75, 0.8): [40, 39, 60], (0.8, 0.9): [15, 15, 60]}
     report = summary({"one": first, "two": second}, defaults=(0.72, 0.7))
     assert report["defaults"] == {"served": 40, "wrong": 2, "precision": 0.95, "recall": 38 / 60}
     assert report["strict"]["precision"] == 1.0
-    # Precision 0.99 is reached only at the strict setting; 0.95 at the defaults, with more recall.
+    # 0.99 is reached only at the strict setting; 0.97 there and at (0.75, 0.8), which has
+    # more recall (39 / 60 against 15 / 60), so the frontier takes it.
     assert report["best_recall_at_precision"]["0.99"] == {"recall": 0.25, "setting": (0.8, 0.9)}
-    assert report["best_recall_at_precision"]["0.97"]["setting"] == (0.8, 0.9)
+    assert report["best_recall_at_precision"]["0.97"] == {"recall": 39 / 60, "setting": (0.75, 0.8)}
     assert report["each_workload_at_defaults"]["one"]["wrong"] == 1
 
 
 @pytest.mark.slow
 def test_the_shipped_verifier_and_a_candidate_replay_a_development_workload(capsys):
-    assert (
-        main(["--candidate", "a=inference/verifier_model_a", "--workloads", "family_file_29", "--json"]) == 0
-    )
+    assert main(["--candidate", f"a={MODEL_A}", "--workloads", "family_file_29", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert list(report["candidates"]) == ["shipped", "a"]
     for candidate in report["candidates"].values():

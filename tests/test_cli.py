@@ -115,12 +115,43 @@ def test_evaluate_lists_wrong_hits_when_asked(tmp_path):
     assert 0.5 <= example["cosine"] <= 1.0 and example["verifier_score"] is None  # none ran
 
 
+def test_a_listed_wrong_hit_carries_the_verifiers_score_of_its_pair(tmp_path):
+    # A stand-in verifier (it passes everything with 0.75) so that a wrong hit is served
+    # with verification on and its score is known.
+    import numpy as np
+
+    from orchestration.evaluation import effective_namespace, evaluate
+    from storage.config import load_settings
+
+    scored = []
+
+    def passes_everything(pairs):
+        scored.extend(pairs)
+        return np.full(len(pairs), 0.75, dtype=np.float32)
+
+    rows = [
+        {"text": "How do I increase my credit limit?", "group": "up"},
+        {"text": "How do I decrease my credit limit?", "group": "down"},
+    ]
+    settings = load_settings(home=tmp_path)
+    namespace = effective_namespace(settings, "default", None, threshold=0.5, verify_threshold=0.7)
+    report = evaluate(
+        settings, _workload(tmp_path, rows), namespace, None, verify=passes_everything, show_wrong=3
+    )
+    (example,) = report["wrong_hit_examples"]
+    assert example["verifier_score"] == 0.75
+    assert scored[-1] == (rows[1]["text"], rows[0]["text"])  # scored on (request, served)
+
+
 def test_evaluate_refuses_a_negative_count_of_wrong_hits(capsys):
     from orchestration.cli import main
 
     with pytest.raises(SystemExit):
         main(["evaluate", "--workload", "w.jsonl", "--show-wrong", "-1"])
     assert "expected a whole number of 0 or more, not '-1'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["evaluate", "--workload", "w.jsonl", "--show-wrong", "²"])
+    assert "expected a whole number of 0 or more, not '²'" in capsys.readouterr().err
 
 
 def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path):

@@ -82,10 +82,11 @@ def test_wrong_hits_are_listed_with_what_answered_them(tmp_path, minilm):
     for block_size in (1, 256):
         wrong_hits = []
         report = _replay(tmp_path, minilm, block_size, threshold=0.7, wrong_hits=wrong_hits)
-        assert 1 <= len(wrong_hits) <= report["wrong_hits"]
+        assert len(wrong_hits) == report["wrong_hits"] >= 1
         for hit in wrong_hits:
             assert hit.request_group != hit.served_group and 0.7 <= hit.cosine <= 1.0
-        listed[block_size] = {(hit.request, hit.served) for hit in wrong_hits}
-    assert ("How do I cancel my subscription?", "How do I cancel my order?") in listed[256]
-    # A block replays as one row at a time would: the same wrong answers, whatever the block.
+        listed[block_size] = [(hit.request, hit.served) for hit in wrong_hits]
+    # "How do I cancel my subscription?" comes twice: both are counted, so both are listed.
+    assert listed[256].count(("How do I cancel my subscription?", "How do I cancel my order?")) == 2
+    # A block replays as one row at a time would: the same wrong answers, in the same order.
     assert listed[1] == listed[256]
