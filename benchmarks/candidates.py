@@ -27,6 +27,8 @@ import sys
 from pathlib import Path
 
 from benchmarks.common import REPO, embed_through_cache, quiet_environment
+from inference.pair_data import read_workload
+from inference.pair_verifier import WEIGHTS_FILE
 
 HOLDOUTS_FOLDER = REPO / "benchmarks" / "data"
 WRITTEN = REPO / "inference" / "verifier_data" / "written"
@@ -46,17 +48,17 @@ def _candidate(text: str) -> tuple[str, tuple[str, ...]]:
     name, _, folders = text.partition("=")
     if not name or not folders:
         raise argparse.ArgumentTypeError(f"expected NAME=FOLDER[,FOLDER...], not {text!r}")
-    missing = [folder for folder in folders.split(",") if not (Path(folder) / "weights.safetensors").exists()]
+    missing = [folder for folder in folders.split(",") if not (Path(folder) / WEIGHTS_FILE).exists()]
     if missing:
         raise argparse.ArgumentTypeError(f"no verifier weights in {', '.join(missing)}")
     return name, tuple(folders.split(","))
 
 
 def read_rows(path: Path, shuffle: bool) -> tuple[list[str], list[str]]:
-    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = read_workload(path)
     if shuffle:
         random.Random(SHUFFLE_SEED).shuffle(rows)
-    return [row["text"] for row in rows], [str(row["group"]) for row in rows]
+    return [row["text"] for row in rows], [row["group"] for row in rows]
 
 
 def pooled(points_by_workload: dict[str, list]) -> dict[tuple, list[int]]:
