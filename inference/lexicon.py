@@ -311,6 +311,7 @@ UNDOING_NAMED: dict[str, tuple[str, ...]] = {
     "freeze": ("lift", "remove", "delete"),
     "ban": ("lift", "remove"),
     "block": ("lift", "remove"),
+    "lock": ("remove", "bypass"),  # "remove the iCloud lock" = "unlock iCloud"
     "suspend": ("lift",),
     "disable": ("enable", "activate"),
     "deactivate": ("activate", "enable", "restore", "recover"),

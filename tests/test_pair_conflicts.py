@@ -97,6 +97,7 @@ NEAR_MISSES = [
     ("undo archive in gmail", "archive an email in gmail", "undo"),
     ("How do I retrieve deleted emails in Gmail?", "delete old emails in gmail", "retrieve"),
     ("lift a credit freeze at experian", "freeze credit at experian", "lift"),
+    ("remove the sim lock from my phone", "how do I lock my phone's sim card", "remove"),
 ]
 
 PARAPHRASES = [
@@ -191,6 +192,8 @@ PARAPHRASES = [
     ("how to uninstall and reinstall chrome", "remove chrome and install it again"),
     ("Is it safe to put raw chicken back in the freezer after thawing it?", "refreeze thawed chicken"),
     ("how to unmute in zoom", "how to mute and unmute in zoom"),
+    ("How do I remove the iCloud lock from my iPhone?", "How to unlock iCloud on my iPhone"),
+    ("bypass activation lock on a used ipad", "unlock a second-hand iPad's activation lock"),
 ]
 
 
