@@ -10,8 +10,8 @@ scored once), and the counts are pooled over the workloads. It reports, per cand
 the pooled figures at the defaults and at the strict setting, the most recall reached at
 pooled precision 0.99, 0.98 and 0.97 (and where), and each workload at the defaults.
 
-Development workloads: the first holdout (replayed whole, both halves in one replay) and
-the second, by default; the family files 29 to 34 (rows shuffled with a fixed seed) on
+Development workloads: the first holdout (replayed whole, both halves in one replay), the
+second, and the fifth, sixth and seventh (written for this choice), by default; the family files 29 to 34 (rows shuffled with a fixed seed) on
 request, for candidates that did not train on them: the shipped models did (their
 records say so). Texts are embedded once, in float32, through the benchmarks' own
 embedding cache (where `evaluate` embeds in the namespace's dtype: counts can differ by
@@ -35,8 +35,11 @@ WRITTEN = REPO / "inference" / "verifier_data" / "written"
 WORKLOADS = {
     "first_holdout": (HOLDOUTS_FOLDER / "adversarial_holdout.jsonl", False),
     "second_holdout": (HOLDOUTS_FOLDER / "adversarial_holdout2.jsonl", False),
+    "fifth_holdout": (HOLDOUTS_FOLDER / "adversarial_holdout5.jsonl", False),
+    "sixth_holdout": (HOLDOUTS_FOLDER / "adversarial_holdout6.jsonl", False),
+    "seventh_holdout": (HOLDOUTS_FOLDER / "adversarial_holdout7.jsonl", False),
 } | {f"family_file_{n}": (WRITTEN / f"part{n}.jsonl", True) for n in range(29, 35)}
-DEFAULT_WORKLOADS = ["first_holdout", "second_holdout"]
+DEFAULT_WORKLOADS = ["first_holdout", "second_holdout", "fifth_holdout", "sixth_holdout", "seventh_holdout"]
 COSINE_GRID = (0.65, 0.7, 0.72, 0.75, 0.8, 0.85)
 VERIFY_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97)
 STRICT = (0.8, 0.9)
