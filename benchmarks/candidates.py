@@ -11,11 +11,12 @@ the pooled figures at the defaults and at the strict setting, the most recall re
 pooled precision 0.99, 0.98 and 0.97 (and where), and each workload at the defaults.
 
 Development workloads: the first holdout (replayed whole, both halves in one replay), the
-second, and the fifth, sixth and seventh (written for this choice), by default; the family files 29 to 34 (rows shuffled with a fixed seed) on
-request, for candidates that did not train on them: the shipped models did (their
-records say so). Texts are embedded once, in float32, through the benchmarks' own
-embedding cache (where `evaluate` embeds in the namespace's dtype: counts can differ by
-a hit where a cosine lies on a threshold).
+second, and the fifth, sixth and seventh (written for this choice), by default; the
+family files 29 to 34 (rows shuffled with a fixed seed) on request, for candidates that
+did not train on them: the shipped models did (their records say so). Texts are
+embedded once, in float32, through the benchmarks' own embedding cache (where
+`evaluate` embeds in the namespace's dtype: counts can differ by a hit where a cosine
+lies on a threshold).
 """
 
 from __future__ import annotations
