@@ -62,3 +62,11 @@ def test_the_shipped_verifier_and_a_candidate_replay_a_development_workload(caps
     # One model of the two scores its own way: the pair and the single model differ somewhere.
     shipped, alone = report["candidates"]["shipped"], report["candidates"]["a"]
     assert (shipped["defaults"], shipped["strict"]) != (alone["defaults"], alone["strict"])
+
+
+def test_every_named_workload_is_a_file_and_the_defaults_are_named():
+    from benchmarks.candidates import DEFAULT_WORKLOADS, WORKLOADS
+
+    assert set(DEFAULT_WORKLOADS) <= set(WORKLOADS)
+    missing = [str(path) for path, _ in WORKLOADS.values() if not path.is_file()]
+    assert not missing, f"workloads named but not in the repository: {missing}"
