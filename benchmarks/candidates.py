@@ -27,19 +27,19 @@ import random
 import sys
 from pathlib import Path
 
-from benchmarks.common import REPO, embed_through_cache, quiet_environment
+from benchmarks.common import WORKLOADS_FOLDER, embed_through_cache, quiet_environment
 from inference.pair_data import read_workload
 from inference.pair_verifier import WEIGHTS_FILE
+from inference.train_verifier import DEVELOPMENT_FAMILIES
 
-HOLDOUTS_FOLDER = REPO / "benchmarks" / "data"
-WRITTEN = REPO / "inference" / "verifier_data" / "written"
+# name -> (file, whether its rows need shuffling)
 WORKLOADS = {
-    "first_holdout": (HOLDOUTS_FOLDER / "adversarial_holdout.jsonl", False),
-    "second_holdout": (HOLDOUTS_FOLDER / "adversarial_holdout2.jsonl", False),
-    "fifth_holdout": (HOLDOUTS_FOLDER / "adversarial_holdout5.jsonl", False),
-    "sixth_holdout": (HOLDOUTS_FOLDER / "adversarial_holdout6.jsonl", False),
-    "seventh_holdout": (HOLDOUTS_FOLDER / "adversarial_holdout7.jsonl", False),
-} | {f"family_file_{n}": (WRITTEN / f"part{n}.jsonl", True) for n in range(29, 35)}
+    "first_holdout": (WORKLOADS_FOLDER / "adversarial_holdout.jsonl", False),
+    "second_holdout": (WORKLOADS_FOLDER / "adversarial_holdout2.jsonl", False),
+    "fifth_holdout": (WORKLOADS_FOLDER / "adversarial_holdout5.jsonl", False),
+    "sixth_holdout": (WORKLOADS_FOLDER / "adversarial_holdout6.jsonl", False),
+    "seventh_holdout": (WORKLOADS_FOLDER / "adversarial_holdout7.jsonl", False),
+} | {f"family_file_{path.stem.removeprefix('part')}": (path, True) for path in DEVELOPMENT_FAMILIES}
 DEFAULT_WORKLOADS = ["first_holdout", "second_holdout", "fifth_holdout", "sixth_holdout", "seventh_holdout"]
 COSINE_GRID = (0.65, 0.7, 0.72, 0.75, 0.8, 0.85)
 VERIFY_GRID = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.97)
@@ -52,10 +52,11 @@ def _candidate(text: str) -> tuple[str, tuple[str, ...]]:
     name, _, folders = text.partition("=")
     if not name or not folders:
         raise argparse.ArgumentTypeError(f"expected NAME=FOLDER[,FOLDER...], not {text!r}")
-    missing = [folder for folder in folders.split(",") if not (Path(folder) / WEIGHTS_FILE).exists()]
+    listed = tuple(folders.split(","))
+    missing = [folder for folder in listed if not (Path(folder) / WEIGHTS_FILE).exists()]
     if missing:
         raise argparse.ArgumentTypeError(f"no verifier weights in {', '.join(missing)}")
-    return name, tuple(folders.split(","))
+    return name, listed
 
 
 def read_rows(path: Path, shuffle: bool) -> tuple[list[str], list[str]]:

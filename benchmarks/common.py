@@ -16,6 +16,8 @@ REPO = Path(__file__).resolve().parents[1]
 QQP = REPO.parent / "shared" / "data" / "qqp_pairs.jsonl.gz"
 # Embeddings computed once and kept out of git (see .gitignore).
 DATA = REPO / "benchmarks" / ".data"
+# The labelled workloads written for the project (tracked, unlike DATA).
+WORKLOADS_FOLDER = REPO / "benchmarks" / "data"
 
 
 def quiet_environment() -> None:

@@ -39,11 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.common import QQP, REPO, embed_through_cache, quiet_environment
+from benchmarks.common import QQP, WORKLOADS_FOLDER, embed_through_cache, quiet_environment
 from inference.pair_conflicts import vetoed
 from storage.config import DTYPES
 
-DATA = REPO / "benchmarks" / "data"
+DATA = WORKLOADS_FOLDER
 WORKLOADS = {
     "report_half_unseen_in_tuning": DATA / "holdout_report.jsonl",
     # The report half less the families whose intents a training family also asks
