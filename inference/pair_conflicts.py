@@ -19,6 +19,9 @@ vetoes a semantic hit whatever the score:
 - direction: two things both requests name stand in the opposite order around a
   direction word (from Milan to Florence / from Florence to Milan, USD to EUR /
   EUR to USD).
+- places: the same words, with two things trading places around words that stay
+  (PS4 games on the PS5 / PS5 games on the PS4, my dog bit a neighbour's kid / a
+  neighbour's dog bit my kid); inference/pair_places.py.
 - units: each side names a different unit of one kind (Mbps / MB/s, Celsius /
   Fahrenheit, monthly / yearly, Friday / Monday).
 - substitution: the requests say the same content words in the same order but one,
@@ -30,7 +33,7 @@ vetoes a semantic hit whatever the score:
   turn the mics back on / mute everyone); inference/pair_undoing.py reads which words
   ask for an action.
 
-Each check but the undoing one compares words present on one side only, so most
+Each check but the undoing and places ones compares words present on one side only, so most
 rewording that keeps the meaning (another sentence shape, several words changed) is not
 touched. The substitution check is the strict one: a single word swapped for a synonym WordNet
 does not list ("easy" / "simple") is vetoed too, which costs a miss, not a wrong answer.
@@ -63,6 +66,7 @@ from inference.lexicon import (
     UNIT_KINDS,
     VARIANTS,
 )
+from inference.pair_places import traded_places
 from inference.pair_undoing import undone_by_first
 from inference.wordnet import lemmas, parts_of_speech, share_a_sense
 
@@ -744,6 +748,9 @@ def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
     undone = undone_by_first(ra.tokens, rb.tokens) or undone_by_first(rb.tokens, ra.tokens)
     if undone:
         return f"one undoes what the other does: {undone[0]} / {undone[1]}"
+    places = traded_places(ra.tokens, rb.tokens)
+    if places:
+        return f"places traded: {places[0]} / {places[1]}"
     return None
 
 

@@ -98,6 +98,21 @@ NEAR_MISSES = [
     ("How do I retrieve deleted emails in Gmail?", "delete old emails in gmail", "retrieve"),
     ("lift a credit freeze at experian", "freeze credit at experian", "lift"),
     ("remove the sim lock from my phone", "how do I lock my phone's sim card", "remove"),
+    # The same words, with two things trading places around words that stay.
+    ("Are PS4 games playable on the PS5?", "Are PS5 games playable on the PS4?", "places traded: ps4 / ps5"),
+    ("roll an IRA into a 401k", "roll a 401k into an IRA", "places traded: an ira / a 401k"),
+    (
+        "What to do when my dog has bitten a neighbour's kid?",
+        "What to do when a neighbour's dog has bitten my kid?",
+        "places traded: my / a neighbour s",
+    ),
+    ("Is Kilimanjaro taller than Mont Blanc?", "Is Mont Blanc taller than Kilimanjaro?", "kilimanjaro"),
+    # A middle with "and" that is no join of two like things.
+    (
+        "I owe $5,000 on a Citi card and just got a Chase card with 0% on transfers. How do I move it?",
+        "I owe $5,000 on a Chase card and just got a Citi card with 0% on transfers. How do I move it?",
+        "places traded: citi / chase",
+    ),
 ]
 
 PARAPHRASES = [
@@ -194,6 +209,13 @@ PARAPHRASES = [
     ("how to unmute in zoom", "how to mute and unmute in zoom"),
     ("How do I remove the iCloud lock from my iPhone?", "How to unlock iCloud on my iPhone"),
     ("bypass activation lock on a used ipad", "unlock a second-hand iPad's activation lock"),
+    # One part moved past the rest, or two things joined by a word that orders nothing.
+    ("carbon atomic number", "atomic number of carbon"),
+    ("us tablespoon ml", "tablespoon ml us"),
+    ("next summer olympics host city", "Which city will host the next Summer Olympics?"),
+    ("difference between cats and dogs", "difference between dogs and cats"),
+    ("is the cat or the dog smarter", "is the dog or the cat smarter"),
+    ("difference between match fixing and spot fixing", "difference between spot fixing and match fixing"),
 ]
 
 
