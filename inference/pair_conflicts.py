@@ -19,9 +19,6 @@ vetoes a semantic hit whatever the score:
 - direction: two things both requests name stand in the opposite order around a
   direction word (from Milan to Florence / from Florence to Milan, USD to EUR /
   EUR to USD).
-- places: the same words, with two things trading places around words that stay
-  (PS4 games on the PS5 / PS5 games on the PS4, my dog bit a neighbour's kid / a
-  neighbour's dog bit my kid); inference/pair_places.py.
 - units: each side names a different unit of one kind (Mbps / MB/s, Celsius /
   Fahrenheit, monthly / yearly, Friday / Monday).
 - substitution: the requests say the same content words in the same order but one,
@@ -32,6 +29,9 @@ vetoes a semantic hit whatever the score:
   (reveal hidden columns / hide columns, thaw a frozen report / freeze my credit,
   turn the mics back on / mute everyone); inference/pair_undoing.py reads which words
   ask for an action.
+- places, last: the same words, with two things trading places around words that stay
+  (PS4 games on the PS5 / PS5 games on the PS4, has Nadal beaten Federer / has Federer
+  beaten Nadal); inference/pair_places.py.
 
 Each check but the undoing and places ones compares words present on one side only, so most
 rewording that keeps the meaning (another sentence shape, several words changed) is not

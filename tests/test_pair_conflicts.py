@@ -106,7 +106,13 @@ NEAR_MISSES = [
         "What to do when a neighbour's dog has bitten my kid?",
         "places traded: my / a neighbour s",
     ),
-    ("Is Kilimanjaro taller than Mont Blanc?", "Is Mont Blanc taller than Kilimanjaro?", "kilimanjaro"),
+    (
+        "How many times has Rafael Nadal beaten Roger Federer?",
+        "How many times has Roger Federer beaten Rafael Nadal?",
+        "places traded: rafael nadal / roger federer",
+    ),
+    # Around a direction word, the direction check names the swap first.
+    ("Is Kilimanjaro taller than Mont Blanc?", "Is Mont Blanc taller than Kilimanjaro?", "direction swapped"),
     # A middle with "and" that is no join of two like things.
     (
         "I owe $5,000 on a Citi card and just got a Chase card with 0% on transfers. How do I move it?",
@@ -210,12 +216,17 @@ PARAPHRASES = [
     ("How do I remove the iCloud lock from my iPhone?", "How to unlock iCloud on my iPhone"),
     ("bypass activation lock on a used ipad", "unlock a second-hand iPad's activation lock"),
     # One part moved past the rest, or two things joined by a word that orders nothing.
-    ("carbon atomic number", "atomic number of carbon"),
+    ("carbon atomic number", "atomic number carbon"),
     ("us tablespoon ml", "tablespoon ml us"),
-    ("next summer olympics host city", "Which city will host the next Summer Olympics?"),
+    ("one on one tutoring cost", "tutoring cost one on one"),
     ("difference between cats and dogs", "difference between dogs and cats"),
     ("is the cat or the dog smarter", "is the dog or the cat smarter"),
     ("difference between match fixing and spot fixing", "difference between spot fixing and match fixing"),
+    ("distance between New York and New Jersey", "distance between New Jersey and New York"),
+    ("a crocodile and an alligator: which bites harder", "an alligator and a crocodile: which bites harder"),
+    ("difference between the cat & the dog", "difference between the dog & the cat"),
+    ("Python vs Java speed", "Java vs Python speed"),
+    ("what is 7 times 8", "what is 8 times 7"),
 ]
 
 
@@ -326,3 +337,17 @@ def test_a_version_run_into_a_word_is_refined_only_by_a_finer_version():
 def test_a_swap_inside_a_reworded_request_is_left_to_the_model():
     # More than one content word differs: not a single substitution.
     assert conflict("Can dogs eat grapes?", "Are grapes bad for cats?") is None
+
+
+def test_a_swap_of_long_passages_is_found_fast_and_shown_short():
+    """Two answers judged in both orders: each passage is long, and the reason stays short."""
+    first = " ".join(f"alpha{i}" for i in range(800))
+    second = " ".join(f"beta{i}" for i in range(800))
+    found = conflict(
+        f"Response one: {first}. Response two: {second}.", f"Response one: {second}. Response two: {first}."
+    )
+    shown_first, shown_second = (
+        "alpha0 alpha1 alpha2 alpha3 alpha4 alpha5 ...",
+        "beta0 beta1 beta2 beta3 beta4 beta5 ...",
+    )
+    assert found == f"places traded: {shown_first} / {shown_second}"
