@@ -43,24 +43,23 @@ from benchmarks.common import QQP, WORKLOADS_FOLDER, embed_through_cache, quiet_
 from inference.pair_conflicts import vetoed
 from storage.config import DTYPES
 
-DATA = WORKLOADS_FOLDER
 WORKLOADS = {
-    "report_half_unseen_in_tuning": DATA / "holdout_report.jsonl",
+    "report_half_unseen_in_tuning": WORKLOADS_FOLDER / "holdout_report.jsonl",
     # The report half less the families whose intents a training family also asks
     # (benchmarks/data/training_overlap.py).
-    "report_half_without_training_overlap": DATA / "holdout_report_clean.jsonl",
+    "report_half_without_training_overlap": WORKLOADS_FOLDER / "holdout_report_clean.jsonl",
     # A second holdout, written after session 3's defaults were chosen; its errors were read
     # in session 4.
-    "second_holdout": DATA / "adversarial_holdout2.jsonl",
-    "second_holdout_without_training_overlap": DATA / "adversarial_holdout2_clean.jsonl",
+    "second_holdout": WORKLOADS_FOLDER / "adversarial_holdout2.jsonl",
+    "second_holdout_without_training_overlap": WORKLOADS_FOLDER / "adversarial_holdout2_clean.jsonl",
     # A third, written in session 4 and replayed only to report: the unseen one.
-    "third_holdout": DATA / "adversarial_holdout3.jsonl",
-    "third_holdout_without_training_overlap": DATA / "adversarial_holdout3_clean.jsonl",
+    "third_holdout": WORKLOADS_FOLDER / "adversarial_holdout3.jsonl",
+    "third_holdout_without_training_overlap": WORKLOADS_FOLDER / "adversarial_holdout3_clean.jsonl",
     # A fourth, written in session 8 on other topics, after the shipped model was chosen.
-    "fourth_holdout": DATA / "adversarial_holdout4.jsonl",
-    "fourth_holdout_without_training_overlap": DATA / "adversarial_holdout4_clean.jsonl",
-    "whole": DATA / "adversarial_holdout.jsonl",
-    "statements_holdout": DATA / "statements_holdout.jsonl",
+    "fourth_holdout": WORKLOADS_FOLDER / "adversarial_holdout4.jsonl",
+    "fourth_holdout_without_training_overlap": WORKLOADS_FOLDER / "adversarial_holdout4_clean.jsonl",
+    "whole": WORKLOADS_FOLDER / "adversarial_holdout.jsonl",
+    "statements_holdout": WORKLOADS_FOLDER / "statements_holdout.jsonl",
 }
 
 

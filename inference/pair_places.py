@@ -65,11 +65,12 @@ def traded_places(tokens_a: tuple[str, ...], tokens_b: tuple[str, ...]) -> tuple
         for tail in tails:
             if lead + tail >= size:
                 break
-            leading, middle, trailing = window_a[:lead], window_a[lead : size - tail], window_a[size - tail :]
-            if window_b == trailing + middle + leading and not _joins_only(
+            # The runs line up already; the middle must stand in both at once.
+            middle = window_a[lead : size - tail]
+            if window_b[tail : size - lead] == middle and not _joins_only(
                 middle, tokens_a[:first], tokens_a[last:]
             ):
-                return _shown(leading), _shown(trailing)
+                return _shown(window_a[:lead]), _shown(window_a[size - tail :])
     return None
 
 
