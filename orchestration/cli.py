@@ -123,6 +123,34 @@ def _calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report_wrong(args: argparse.Namespace) -> int:
+    from storage.exact_store import open_store
+    from storage.wrong_answers import report_wrong_answer
+
+    home = _prepare_environment()
+    resource = InferCacheResource(home=str(home))
+    try:
+        with open_store(resource.locations.duckdb_path) as con:
+            report = report_wrong_answer(con, args.partition, args.request_id, args.note, resource.now())
+    except ValueError as error:
+        print(f"infercache report-wrong: {error}", file=sys.stderr)
+        return 2
+    rerun = (
+        f"dagster asset materialize -m orchestration.definitions --select '*' --partition {args.partition}"
+    )
+    if args.json:
+        shown = {**report, "served_key": report["served_key"].hex(), "recompute_with": rerun}
+        print(json.dumps(shown, indent=2, default=str))
+    else:
+        print(
+            f"reported: {report['request_text']!r} was answered ({report['path']}) by "
+            f"{report['served_text']!r}; that entry no longer answers requests like it in "
+            f"{report['tenant']}/{report['namespace']}"
+        )
+        print(f"recompute the partition's answers with: {rerun} (or materialize it in the UI)")
+    return 0
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -197,6 +225,15 @@ def main(argv: list[str] | None = None) -> int:
     calibrate.add_argument("--limit", type=int, default=None, help="use the first K pairs or rows")
     calibrate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     calibrate.set_defaults(handler=_calibrate)
+    report = commands.add_parser(
+        "report-wrong",
+        help="report a semantic or folded answer as wrong: its entry stops answering requests like it",
+    )
+    report.add_argument("--partition", required=True, help="the day the request ran, e.g. 2026-01-02")
+    report.add_argument("--request-id", required=True)
+    report.add_argument("--note", default=None, help="why it was wrong, kept with the report")
+    report.add_argument("--json", action="store_true", help="print one JSON document on stdout")
+    report.set_defaults(handler=_report_wrong)
     ui = commands.add_parser("ui", help="start the Dagster UI over the same stores")
     ui.add_argument("--host", default="127.0.0.1")
     ui.add_argument("--port", type=int, default=3000)

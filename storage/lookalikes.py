@@ -18,8 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from storage.wrong_answers import Reports
 
 Verify = Callable[[list[tuple[str, str]]], np.ndarray]
 
@@ -55,11 +59,13 @@ def resolve_lookalikes(
     verify_thresholds: Sequence[float],
     externals: Sequence[Sequence[External]] | None = None,
     fold_within: bool = True,
+    blocked: frozenset[tuple[int, int]] = frozenset(),
 ) -> list[Resolution]:
     """Resolve each row; `verify` None means no verification.
 
     With `fold_within`, rows may be answered by earlier rows (they must then share
-    one scope); without it, only by the external candidates given per row.
+    one scope); without it, only by the external candidates given per row. A pair
+    (row, earlier row) in `blocked` is never answered that way (a reported wrong answer).
     """
     count = len(texts)
     externals = externals or [[] for _ in range(count)]
@@ -95,7 +101,7 @@ def resolve_lookalikes(
                 scores.update({(row, ("row", j)): float(s) for j, s in zip(extra, fresh, strict=True)})
         chosen, chosen_rank = None, None
         for similarity, leader, external in options:
-            if leader is not None and not resolutions[leader].is_leader:
+            if leader is not None and (not resolutions[leader].is_leader or (row, leader) in blocked):
                 continue  # only rows that made their own call (leaders) answer others
             ref = ("row", leader) if leader is not None else ("external", id(external))
             score = 1.0 if verify is None else scores.get((row, ref), 0.0)
@@ -135,15 +141,20 @@ def _verified_scores(texts, candidates, externals, thresholds, verify) -> dict:
     return dict(zip(keys, (float(s) for s in verify(pairs)), strict=True))
 
 
-def fold_lookalike_misses(misses, verify: Verify | None) -> dict[bytes, bytes]:
+def fold_lookalike_misses(
+    misses, verify: Verify | None, reports: Reports | None = None
+) -> dict[bytes, bytes]:
     """Map each miss key answered by a look-alike to its leader's key.
 
     misses (a Polars frame, ordered): key, input, semantic_scope, semantic_threshold,
     semantic_verify, semantic_verify_threshold, vector (null where semantic reuse is off).
     Only rows of the same scope (tenant, namespace, model, version, params, prefix,
-    embedding model) can fold together; identical keys are the caller's to fold.
+    embedding model) can fold together; identical keys are the caller's to fold. A row
+    like a request reported wrongly answered by a key never folds into that key's call.
     """
     import polars as pl
+
+    from storage.wrong_answers import blocked_within
 
     candidates = misses.filter(pl.col("vector").is_not_null()).unique(
         subset="key", keep="first", maintain_order=True
@@ -151,12 +162,15 @@ def fold_lookalike_misses(misses, verify: Verify | None) -> dict[bytes, bytes]:
     leaders: dict[bytes, bytes] = {}
     for _, group in candidates.group_by("semantic_scope", maintain_order=True):
         keys = group["key"].to_list()
+        vectors = np.asarray(group["vector"].to_list(), dtype=np.float32)
+        group_verify = verify if group["semantic_verify"][0] else None
         resolved = resolve_lookalikes(
-            np.asarray(group["vector"].to_list(), dtype=np.float32),
+            vectors,
             group["input"].to_list(),
             group["semantic_threshold"].to_list(),
-            verify if group["semantic_verify"][0] else None,
+            group_verify,
             group["semantic_verify_threshold"].to_list(),
+            blocked=blocked_within(group, vectors, reports, group_verify) if reports else frozenset(),
         )
         for key, resolution in zip(keys, resolved, strict=True):
             if resolution.leader_row is not None:

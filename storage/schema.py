@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import duckdb
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 TABLES: dict[str, str] = {
     "cache_entries": """
@@ -110,6 +110,22 @@ TABLES: dict[str, str] = {
         answer_json VARCHAR,
         error VARCHAR
     """,
+    # Answers a reviewer found wrong (storage/wrong_answers.py): the served key never again
+    # answers a request like the reported one.
+    "wrong_answer_reports": """
+        partition VARCHAR NOT NULL,
+        request_id VARCHAR NOT NULL,
+        tenant VARCHAR NOT NULL,
+        namespace VARCHAR NOT NULL,
+        path VARCHAR NOT NULL,
+        served_key BLOB NOT NULL,
+        served_text VARCHAR,
+        request_text VARCHAR NOT NULL,
+        semantic_scope VARCHAR NOT NULL,
+        request_vector FLOAT[] NOT NULL,
+        note VARCHAR,
+        reported_at TIMESTAMP NOT NULL
+    """,
 }
 
 PATHS = ("quarantined", "exact", "semantic", "folded", "model", "failed")
@@ -137,6 +153,27 @@ VIEWS: dict[str, str] = {
                    / nullif(count(*) FILTER (path <> 'quarantined'), 0) AS hit_rate
         FROM request_outcomes
         GROUP BY ALL
+    """,
+    # Answers from another request (semantic or folded) against those reported wrong, per
+    # partition: a floor under the wrong-answer rate that reviewers have seen.
+    "reported_wrong_rates": """
+        WITH answered AS (
+            SELECT partition, tenant, namespace,
+                   count(*) FILTER (path IN ('semantic', 'folded')) AS answered_by_another
+            FROM request_outcomes
+            WHERE path <> 'quarantined'
+            GROUP BY ALL
+        ),
+        reported AS (
+            SELECT partition, tenant, namespace, count(*) AS reported_wrong
+            FROM wrong_answer_reports
+            GROUP BY ALL
+        )
+        SELECT partition, tenant, namespace,
+               coalesce(a.answered_by_another, 0) AS answered_by_another,
+               coalesce(r.reported_wrong, 0) AS reported_wrong,
+               r.reported_wrong / nullif(a.answered_by_another, 0) AS reported_wrong_rate
+        FROM answered a FULL JOIN reported r USING (partition, tenant, namespace)
     """,
 }
 

@@ -5,8 +5,10 @@ threshold, (2) its entry is committed in the exact store, unexpired and visible,
 (3) its stored canonical request agrees with the new one on everything but the
 input (this re-checks the vector store's prefilter, so tenant isolation does not
 rest on one mechanism), and (4) where verification is on, the pair verifier
-accepts the two inputs as meaning the same. Among the neighbours that pass, the
-one the verifier is surest of is served (the most similar where it does not verify).
+accepts the two inputs as meaning the same, and (5) no reviewer reported the entry
+as a wrong answer to a request like this one (storage/wrong_answers.py). Among the
+neighbours that pass, the one the verifier is surest of is served (the most similar
+where it does not verify).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import polars as pl
 from storage.exact_store import committed_live_keys
 from storage.lookalikes import External, Verify, resolve_lookalikes
 from storage.semantic_index import SemanticIndex
+from storage.wrong_answers import without_reported
 
 RESULT_SCHEMA = {
     "request_id": pl.String,
@@ -83,6 +86,7 @@ def lookup_semantic(
     if not requests.height:
         return pl.DataFrame(schema=RESULT_SCHEMA)
     candidates = cached_candidates(con, index, requests, vectors, now, before_partition)
+    candidates = without_reported(con, requests, vectors, candidates, verify)
     results: dict[int, dict] = {}
     for verify_on, part in requests.with_row_index("row").group_by("semantic_verify", maintain_order=True):
         rows = part["row"].to_list()
