@@ -1,5 +1,7 @@
 """A partition's model side: answer what both look-ups missed, then write the answers back."""
 
+import functools
+
 import dagster as dg
 import numpy as np
 import polars as pl
@@ -11,7 +13,7 @@ from storage.eviction import enforce_capacity
 from storage.exact_store import open_store, replace_partition
 from storage.lookalikes import fold_lookalike_misses
 from storage.write_back import commit_entries, new_entries
-from storage.wrong_answers import reports_against
+from storage.wrong_answers import blocked_within, reports_against
 
 _FLOW = {"partitions_def": daily_partitions, "pool": STORE_POOL, "group_name": "partition_flow"}
 
@@ -37,7 +39,8 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
             params=[partition],
         ).pl()
         reports = reports_against(con, misses["key"].to_list())
-    leaders = fold_lookalike_misses(misses, infercache.verifier(), reports) if misses.height else {}
+    blocked = functools.partial(blocked_within, reports=reports) if reports else None
+    leaders = fold_lookalike_misses(misses, infercache.verifier(), blocked) if misses.height else {}
     outputs = answer_misses(misses, infercache.backend, leaders)
     with open_store(infercache.locations.duckdb_path) as con:
         replace_partition(

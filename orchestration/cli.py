@@ -125,27 +125,37 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 def _report_wrong(args: argparse.Namespace) -> int:
     from storage.exact_store import open_store
-    from storage.wrong_answers import report_wrong_answer
+    from storage.wrong_answers import report_wrong_answer, withdraw_reports
 
     home = _prepare_environment()
     resource = InferCacheResource(home=str(home))
-    try:
-        with open_store(resource.locations.duckdb_path) as con:
-            report = report_wrong_answer(con, args.partition, args.request_id, args.note, resource.now())
-    except ValueError as error:
-        print(f"infercache report-wrong: {error}", file=sys.stderr)
-        return 2
     rerun = (
-        f"dagster asset materialize -m orchestration.definitions --select '*' --partition {args.partition}"
+        "dagster asset materialize -m orchestration.definitions --select 'semantic_lookups*' "
+        f"--partition {args.partition}"
     )
+    with open_store(resource.locations.duckdb_path) as con:
+        if args.withdraw:
+            withdrawn = withdraw_reports(con, args.partition, args.request_id)
+            print(f"withdrew {withdrawn} report(s) on request {args.request_id!r} of {args.partition}")
+            return 0
+        try:
+            report = report_wrong_answer(con, args.partition, args.request_id, args.note, resource.now())
+        except ValueError as error:
+            print(f"infercache report-wrong: {error}", file=sys.stderr)
+            return 2
     if args.json:
-        shown = {**report, "served_key": report["served_key"].hex(), "recompute_with": rerun}
+        shown = {
+            **report,
+            "served_key": report["served_key"].hex(),
+            "request_key": report["request_key"].hex(),
+            "recompute_with": rerun,
+        }
         print(json.dumps(shown, indent=2, default=str))
     else:
         print(
             f"reported: {report['request_text']!r} was answered ({report['path']}) by "
-            f"{report['served_text']!r}; that entry no longer answers requests like it in "
-            f"{report['tenant']}/{report['namespace']}"
+            f"{report['served_text']!r}; in {report['tenant']}/{report['namespace']} neither "
+            "answers requests like the other any more"
         )
         print(f"recompute the partition's answers with: {rerun} (or materialize it in the UI)")
     return 0
@@ -230,8 +240,11 @@ def main(argv: list[str] | None = None) -> int:
         help="report a semantic or folded answer as wrong: its entry stops answering requests like it",
     )
     report.add_argument("--partition", required=True, help="the day the request ran, e.g. 2026-01-02")
-    report.add_argument("--request-id", required=True)
+    report.add_argument("--request-id", required=True, help="as in request_outcomes.request_id")
     report.add_argument("--note", default=None, help="why it was wrong, kept with the report")
+    report.add_argument(
+        "--withdraw", action="store_true", help="delete the reports made on this request (made by mistake)"
+    )
     report.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     report.set_defaults(handler=_report_wrong)
     ui = commands.add_parser("ui", help="start the Dagster UI over the same stores")

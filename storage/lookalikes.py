@@ -18,12 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from storage.wrong_answers import Reports
 
 Verify = Callable[[list[tuple[str, str]]], np.ndarray]
 
@@ -102,7 +98,7 @@ def resolve_lookalikes(
         chosen, chosen_rank = None, None
         for similarity, leader, external in options:
             if leader is not None and (not resolutions[leader].is_leader or (row, leader) in blocked):
-                continue  # only rows that made their own call (leaders) answer others
+                continue  # only rows that made their own call (leaders) answer others, where not blocked
             ref = ("row", leader) if leader is not None else ("external", id(external))
             score = 1.0 if verify is None else scores.get((row, ref), 0.0)
             # The verifier's confidence ranks the candidates that pass it, then similarity.
@@ -141,20 +137,23 @@ def _verified_scores(texts, candidates, externals, thresholds, verify) -> dict:
     return dict(zip(keys, (float(s) for s in verify(pairs)), strict=True))
 
 
+# (one scope's misses, their vectors, the verifier or None) -> (row, earlier row) pairs that
+# must not fold together (storage/wrong_answers.py: reported wrong answers).
+BlockedPairs = Callable[[object, np.ndarray, Verify | None], frozenset[tuple[int, int]]]
+
+
 def fold_lookalike_misses(
-    misses, verify: Verify | None, reports: Reports | None = None
+    misses, verify: Verify | None, blocked_pairs: BlockedPairs | None = None
 ) -> dict[bytes, bytes]:
     """Map each miss key answered by a look-alike to its leader's key.
 
     misses (a Polars frame, ordered): key, input, semantic_scope, semantic_threshold,
     semantic_verify, semantic_verify_threshold, vector (null where semantic reuse is off).
     Only rows of the same scope (tenant, namespace, model, version, params, prefix,
-    embedding model) can fold together; identical keys are the caller's to fold. A row
-    like a request reported wrongly answered by a key never folds into that key's call.
+    embedding model) can fold together; identical keys are the caller's to fold, and
+    `blocked_pairs` names pairs of a scope's rows that must not.
     """
     import polars as pl
-
-    from storage.wrong_answers import blocked_within
 
     candidates = misses.filter(pl.col("vector").is_not_null()).unique(
         subset="key", keep="first", maintain_order=True
@@ -170,7 +169,7 @@ def fold_lookalike_misses(
             group["semantic_threshold"].to_list(),
             group_verify,
             group["semantic_verify_threshold"].to_list(),
-            blocked=blocked_within(group, vectors, reports, group_verify) if reports else frozenset(),
+            blocked=blocked_pairs(group, vectors, group_verify) if blocked_pairs else frozenset(),
         )
         for key, resolution in zip(keys, resolved, strict=True):
             if resolution.leader_row is not None:

@@ -110,19 +110,21 @@ TABLES: dict[str, str] = {
         answer_json VARCHAR,
         error VARCHAR
     """,
-    # Answers a reviewer found wrong (storage/wrong_answers.py): the served key never again
-    # answers a request like the reported one.
+    # Answers a reviewer found wrong (storage/wrong_answers.py): neither side answers
+    # requests like the other again.
     "wrong_answer_reports": """
         partition VARCHAR NOT NULL,
         request_id VARCHAR NOT NULL,
         tenant VARCHAR NOT NULL,
         namespace VARCHAR NOT NULL,
         path VARCHAR NOT NULL,
+        semantic_scope VARCHAR NOT NULL,
+        request_key BLOB NOT NULL,
+        request_text VARCHAR NOT NULL,
+        request_vector FLOAT[] NOT NULL,
         served_key BLOB NOT NULL,
         served_text VARCHAR,
-        request_text VARCHAR NOT NULL,
-        semantic_scope VARCHAR NOT NULL,
-        request_vector FLOAT[] NOT NULL,
+        served_vector FLOAT[],
         note VARCHAR,
         reported_at TIMESTAMP NOT NULL
     """,
@@ -154,26 +156,20 @@ VIEWS: dict[str, str] = {
         FROM request_outcomes
         GROUP BY ALL
     """,
-    # Answers from another request (semantic or folded) against those reported wrong, per
-    # partition: a floor under the wrong-answer rate that reviewers have seen.
+    # Per partition, the requests answered by another request (semantic or folded, or
+    # recomputed since a report) and those reported wrong: a floor under the wrong-answer
+    # rate that reviewers have seen.
     "reported_wrong_rates": """
-        WITH answered AS (
-            SELECT partition, tenant, namespace,
-                   count(*) FILTER (path IN ('semantic', 'folded')) AS answered_by_another
-            FROM request_outcomes
-            WHERE path <> 'quarantined'
-            GROUP BY ALL
-        ),
-        reported AS (
-            SELECT partition, tenant, namespace, count(*) AS reported_wrong
-            FROM wrong_answer_reports
-            GROUP BY ALL
-        )
-        SELECT partition, tenant, namespace,
-               coalesce(a.answered_by_another, 0) AS answered_by_another,
-               coalesce(r.reported_wrong, 0) AS reported_wrong,
-               r.reported_wrong / nullif(a.answered_by_another, 0) AS reported_wrong_rate
-        FROM answered a FULL JOIN reported r USING (partition, tenant, namespace)
+        SELECT o.partition, o.tenant, o.namespace,
+               count(*) FILTER (o.path IN ('semantic', 'folded') OR r.request_id IS NOT NULL)
+                   AS answered_by_another,
+               count(r.request_id) AS reported_wrong,
+               reported_wrong / nullif(answered_by_another, 0) AS reported_wrong_rate
+        FROM request_outcomes o
+        LEFT JOIN (SELECT DISTINCT partition, request_id FROM wrong_answer_reports) r
+            USING (partition, request_id)
+        WHERE o.path <> 'quarantined'
+        GROUP BY ALL
     """,
 }
 

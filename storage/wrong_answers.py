@@ -1,18 +1,19 @@
-"""Wrong answers reported by reviewers: a reported pairing is never served again.
+"""Wrong answers reported by reviewers: a reported pairing is not served again.
 
 The verifier is not perfect (README, "How good it is"): now and then a request is
 answered by an entry, or folded into a look-alike's call, that means something else.
 A reviewer who finds one reports it by partition and request id. The report keeps
-the request's text, scope and vector, and the key of the entry (or folding leader)
-that answered it.
+both sides: the request (text, key, vector) and what answered it (the entry's or
+folding leader's key, text and vector), in one semantic scope.
 
-From then on that key does not answer a request that is *like the reported one*:
-the same text, or a request the reported one would itself answer under the
-namespace's settings (similar at its threshold and, where verification is on,
-accepted by the verifier). The reported request and the entry differ, so whatever
-means the same as the reported request differs from the entry too; other requests
-are still served by the entry. Re-materializing the partition recomputes the
-reported request's answer.
+From then on, neither side answers a request *like the other side*: the served key
+does not answer requests like the reported one, and the reported request's own key
+(the entry it gets once recomputed) does not answer requests like the served text.
+"Like" means the same text, or close enough for that side to answer it under the
+namespace's settings: similar at its threshold and, where the namespace verifies,
+accepted by the verifier. The two sides differ, so whatever means the same as one
+differs from the other; every other request is served as before. Re-materializing the
+partition recomputes the reported request's answer.
 """
 
 from __future__ import annotations
@@ -30,14 +31,28 @@ from storage.lookalikes import Verify
 
 # Paths whose answer came from another request; only those can be reported.
 REPORTABLE_PATHS = ("semantic", "folded")
+_NOT_REPORTABLE = {
+    "quarantined": "was quarantined (its reason is in the quarantine table): nothing was served to it",
+    "exact": (
+        "was an exact hit: it got the model's own answer to this very request, so a wrong answer "
+        "there is the model's, not the cache's"
+    ),
+    "model": "was answered by its own model call (recomputed already, if it was reported before)",
+    "failed": "failed in its model call: nothing was served to it",
+}
 
+# The reported request and what answered it, with both vectors where they are stored (the
+# served side's comes from the partition that computed it, and may be gone).
 _REPORTED_REQUEST = """
 SELECT o.partition, o.request_id, o.tenant, o.namespace, o.path, o.served_key,
-       r.input AS request_text, r.semantic_scope, m.vector AS request_vector,
+       r.key AS request_key, r.input AS request_text, r.semantic_scope, m.vector AS request_vector,
        coalesce(
            (SELECT e.input_text FROM cache_entries e WHERE e.key = o.served_key),
            (SELECT any_value(l.input) FROM model_requests l WHERE l.key = o.served_key)
-       ) AS served_text
+       ) AS served_text,
+       (SELECT any_value(v.vector)
+        FROM model_requests l JOIN request_embeddings v USING (partition, request_id)
+        WHERE l.key = o.served_key AND l.semantic_scope = r.semantic_scope) AS served_vector
 FROM request_outcomes o
 JOIN model_requests r USING (partition, request_id)
 LEFT JOIN request_embeddings m USING (partition, request_id)
@@ -46,83 +61,27 @@ WHERE o.partition = ? AND o.request_id = ?
 
 
 @dataclass(frozen=True)
-class Reports:
-    """Reported requests, grouped by the key that must not answer requests like them."""
+class Side:
+    """One side of a report: the other side's key must not answer requests like it."""
 
-    by_key: dict[bytes, list[dict]]
+    text: str
+    scope: str
+    vector: np.ndarray | None  # None where it is no longer stored: then only the same text
+
+
+@dataclass(frozen=True)
+class Reports:
+    """By key, the sides of reports that key must not answer requests like."""
+
+    by_key: dict[bytes, list[Side]]
 
     def __bool__(self) -> bool:
         return bool(self.by_key)
 
 
-def report_wrong_answer(
-    con: duckdb.DuckDBPyConnection, partition: str, request_id: str, note: str | None, now: datetime
-) -> dict:
-    """Record that the answer of one request was wrong; reporting it again changes nothing.
-
-    Returns what was recorded. Raises ValueError, saying what to do, for a request that
-    is not in the partition or whose answer did not come from another request."""
-    found = con.execute(_REPORTED_REQUEST, [partition, request_id]).fetchall()
-    if not found:
-        raise ValueError(
-            f"no request {request_id!r} in partition {partition}: its requests and how each was "
-            f"answered are in request_outcomes (SELECT request_id, path FROM request_outcomes "
-            f"WHERE partition = '{partition}')"
-        )
-    columns = [d[0] for d in con.description]
-    row = dict(zip(columns, found[0], strict=True))
-    if row["path"] not in REPORTABLE_PATHS:
-        raise ValueError(
-            f"request {request_id!r} of {partition} was answered by path {row['path']!r}, not by "
-            f"another request: only {' and '.join(REPORTABLE_PATHS)} answers can be reported "
-            "(an exact hit is the same request: clear its namespace to recompute it)"
-        )
-    if row["request_vector"] is None:
-        raise ValueError(f"request {request_id!r} of {partition} has no embedding to report it by")
-    report = {
-        **row,
-        "note": note,
-        "reported_at": now,
-    }
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute(
-            "DELETE FROM wrong_answer_reports WHERE partition = ? AND request_id = ?", [partition, request_id]
-        )
-        frame = pl.DataFrame([report], schema_overrides={"served_key": pl.Binary})
-        con.register("incoming_report", frame.to_arrow())
-        con.execute("INSERT INTO wrong_answer_reports BY NAME SELECT * FROM incoming_report")
-        con.unregister("incoming_report")
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
-    return {name: value for name, value in report.items() if name != "request_vector"}
-
-
-def reports_against(con: duckdb.DuckDBPyConnection, keys: Sequence[bytes]) -> Reports:
-    """The reports whose served key is one of `keys`, in one query."""
-    if not keys:
-        return Reports({})
-    found = con.execute(
-        """
-        SELECT served_key, request_text, semantic_scope, request_vector
-        FROM wrong_answer_reports
-        WHERE served_key IN (SELECT unnest(?::BLOB[]))
-        """,
-        [list(dict.fromkeys(keys))],
-    ).fetchall()
-    by_key: dict[bytes, list[dict]] = {}
-    for key, text, scope, vector in found:
-        by_key.setdefault(key, []).append(
-            {"text": text, "scope": scope, "vector": np.asarray(vector, dtype=np.float32)}
-        )
-    return Reports(by_key)
-
-
 @dataclass(frozen=True)
 class Asker:
-    """A request that may be answered by a reported key, with its namespace's settings."""
+    """A request that a reported key may answer, with its namespace's settings."""
 
     text: str
     scope: str
@@ -132,28 +91,124 @@ class Asker:
     verify_threshold: float
 
 
-def _within_threshold(asker: Asker, report: dict) -> bool:
-    """Close enough for the reported request to answer the asker (same scope, so the same
+def report_wrong_answer(
+    con: duckdb.DuckDBPyConnection, partition: str, request_id: str, note: str | None, now: datetime
+) -> dict:
+    """Record that the answer a request got was wrong. Reporting the same answer again only
+    updates the note; a different wrong answer to the same request (after a re-run) is a
+    report of its own, and both hold.
+
+    Returns what was recorded (less the vectors). Raises ValueError, saying what to do,
+    for a request that did not get its answer from another request."""
+    row = _reportable(con, partition, request_id)
+    report = {**row, "note": note, "reported_at": now}
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(
+            "DELETE FROM wrong_answer_reports WHERE partition = ? AND request_id = ? AND served_key = ?",
+            [partition, request_id, row["served_key"]],
+        )
+        names = list(report)
+        con.execute(
+            f"INSERT INTO wrong_answer_reports ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
+            [report[name] for name in names],
+        )
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return {name: value for name, value in report.items() if not name.endswith("_vector")}
+
+
+def withdraw_reports(con: duckdb.DuckDBPyConnection, partition: str, request_id: str) -> int:
+    """Delete every report made on one request's answers (a report made by mistake)."""
+    deleted = con.execute(
+        "DELETE FROM wrong_answer_reports WHERE partition = ? AND request_id = ? RETURNING 1",
+        [partition, request_id],
+    ).fetchall()
+    return len(deleted)
+
+
+def _reportable(con: duckdb.DuckDBPyConnection, partition: str, request_id: str) -> dict:
+    outcome = con.execute(
+        "SELECT path FROM request_outcomes WHERE partition = ? AND request_id = ?", [partition, request_id]
+    ).fetchall()
+    if not outcome:
+        materialized = con.execute(
+            "SELECT count(*) FROM request_outcomes WHERE partition = ?", [partition]
+        ).fetchall()[0][0]
+        if not materialized:
+            raise ValueError(f"partition {partition} has no request outcomes: materialize it first")
+        raise ValueError(
+            f"no request {request_id!r} in partition {partition}: its requests and how each was "
+            f"answered are in request_outcomes (SELECT request_id, path FROM request_outcomes "
+            f"WHERE partition = '{partition}')"
+        )
+    path = outcome[0][0]
+    if path not in REPORTABLE_PATHS:
+        reason = _NOT_REPORTABLE.get(path, f"has path {path!r}")
+        raise ValueError(
+            f"request {request_id!r} of {partition} {reason}; only answers that came from another "
+            f"request ({' or '.join(REPORTABLE_PATHS)}) can be reported"
+        )
+    found = con.execute(_REPORTED_REQUEST, [partition, request_id]).fetchall()
+    row = dict(zip([d[0] for d in con.description], found[0], strict=True))
+    if row["request_vector"] is None:
+        raise ValueError(
+            f"request {request_id!r} of {partition} has no stored embedding: re-materialize the "
+            "partition's request_embeddings, then report it"
+        )
+    return row
+
+
+def reports_against(con: duckdb.DuckDBPyConnection, keys: Sequence[bytes]) -> Reports:
+    """The report sides that any of `keys` must not answer requests like, in one query."""
+    if not keys:
+        return Reports({})
+    found = con.execute(
+        """
+        SELECT served_key AS key, request_text AS text, semantic_scope, request_vector AS vector
+        FROM wrong_answer_reports WHERE served_key IN (SELECT unnest(?::BLOB[]))
+        UNION ALL
+        SELECT request_key, served_text, semantic_scope, served_vector
+        FROM wrong_answer_reports WHERE request_key IN (SELECT unnest(?::BLOB[]))
+            AND served_text IS NOT NULL
+        """,
+        [list(dict.fromkeys(keys))] * 2,
+    ).fetchall()
+    by_key: dict[bytes, list[Side]] = {}
+    for key, text, scope, vector in found:
+        stored = None if vector is None else np.asarray(vector, dtype=np.float32)
+        by_key.setdefault(key, []).append(Side(text, scope, stored))
+    return Reports(by_key)
+
+
+def _within_threshold(asker: Asker, side: Side) -> bool:
+    """Close enough for the reported side to answer the asker (the same scope, so the same
     embedding model and namespace)."""
-    return report["scope"] == asker.scope and float(asker.vector @ report["vector"]) >= asker.threshold
+    return (
+        side.vector is not None
+        and side.scope == asker.scope
+        and float(asker.vector @ side.vector) >= asker.threshold
+    )
 
 
-def like_a_reported_request(
+def blocked_by_reports(
     askers: Sequence[Asker], keys: Sequence[Sequence[bytes]], reports: Reports, verify: Verify | None
 ) -> list[set[bytes]]:
-    """For each asker, which of its candidate keys must not answer it: those with a report
-    by a request the asker is like. The verifier reads every pair it needs in one call."""
+    """For each asker, the keys among its candidates that must not answer it: those with a
+    report side the asker is like. The verifier reads every pair it needs in one call."""
     blocked: list[set[bytes]] = [set() for _ in askers]
     to_verify: list[tuple[int, bytes, str]] = []
     for row, (asker, candidate_keys) in enumerate(zip(askers, keys, strict=True)):
         for key in dict.fromkeys(candidate_keys):
-            for report in reports.by_key.get(key, ()):
-                if normalized_text(report["text"]) == normalized_text(asker.text):
+            for side in reports.by_key.get(key, ()):
+                if normalized_text(side.text) == normalized_text(asker.text):
                     blocked[row].add(key)
-                elif not _within_threshold(asker, report):
+                elif not _within_threshold(asker, side):
                     continue
                 elif asker.verify and verify is not None:
-                    to_verify.append((row, key, report["text"]))
+                    to_verify.append((row, key, side.text))
                 else:
                     blocked[row].add(key)
     if to_verify:
@@ -189,12 +244,12 @@ def without_reported(
     verify: Verify | None,
 ) -> list[list]:
     """Each request's cached candidates (storage.lookalikes.External, ref = (key, answer))
-    less the entries reported as a wrong answer to a request like it."""
+    less those a report keeps from answering it."""
     reports = reports_against(con, [candidate.ref[0] for found in candidates for candidate in found])
     if not reports:
         return candidates
     keys = [[candidate.ref[0] for candidate in found] for found in candidates]
-    blocked = like_a_reported_request(_askers(requests, vectors), keys, reports, verify)
+    blocked = blocked_by_reports(_askers(requests, vectors), keys, reports, verify)
     return [
         [candidate for candidate in found if candidate.ref[0] not in blocked_keys]
         for found, blocked_keys in zip(candidates, blocked, strict=True)
@@ -202,16 +257,16 @@ def without_reported(
 
 
 def blocked_within(
-    group: pl.DataFrame, vectors: np.ndarray, reports: Reports, verify: Verify | None
+    group: pl.DataFrame, vectors: np.ndarray, verify: Verify | None, reports: Reports
 ) -> frozenset[tuple[int, int]]:
     """(row, earlier row) pairs of one scope's misses (key, input, semantic_* settings) where
-    the earlier row's key was reported as a wrong answer to a request like the row."""
+    a report keeps the earlier row's key from answering the row (for folding)."""
     keys = group["key"].to_list()
     reported_rows = [row for row, key in enumerate(keys) if key in reports.by_key]
     if not reported_rows:
         return frozenset()
     candidate_keys = [[keys[j] for j in reported_rows if j < row] for row in range(len(keys))]
-    blocked = like_a_reported_request(_askers(group, vectors), candidate_keys, reports, verify)
+    blocked = blocked_by_reports(_askers(group, vectors), candidate_keys, reports, verify)
     return frozenset(
         (row, j) for row, blocked_keys in enumerate(blocked) for j in reported_rows if keys[j] in blocked_keys
     )

@@ -1,5 +1,7 @@
 """Sequential look-alike resolution, with a hand-made verifier where the test is about the logic."""
 
+import functools
+
 import numpy as np
 
 from storage.lookalikes import External, resolve_lookalikes
@@ -50,3 +52,23 @@ def test_many_lookalikes_still_find_a_leader_past_the_precomputed_candidates():
     vectors = _unit(*([[1, 0]] * 12))
     out = resolve_lookalikes(vectors, [f"t{i}" for i in range(12)], [0.9] * 12, None, [0.5] * 12)
     assert all(r.leader_row == 0 for r in out[1:])
+
+
+def test_a_blocked_pair_is_never_resolved_also_past_the_precomputed_candidates():
+    # Rows 0-8 are 0.8 from the last row and 0.64 from each other; row 9 is 0.75 from it, so
+    # the last row reaches row 9 only through the fallback that checks every leader so far.
+    axes = np.eye(11, dtype=np.float32)
+    vectors = np.stack(
+        [0.8 * axes[10] + 0.6 * axes[i] for i in range(9)]
+        + [0.75 * axes[10] + np.sqrt(1 - 0.75**2) * axes[9], axes[10]]
+    )
+    texts = [f"other {i}" for i in range(9)] + ["leader", "asker"]
+
+    def only_leader_and_asker(pairs):
+        return np.array([1.0 if {a, b} == {"leader", "asker"} else 0.0 for a, b in pairs])
+
+    resolve = functools.partial(
+        resolve_lookalikes, vectors, texts, [0.7] * 11, only_leader_and_asker, [0.5] * 11
+    )
+    assert resolve()[10].leader_row == 9
+    assert resolve(blocked=frozenset({(10, 9)}))[10].is_leader

@@ -1,8 +1,9 @@
-"""Reported wrong answers: the entry that answered stops answering requests like the reported one.
+"""Reported wrong answers: neither side of a reported pairing answers requests like the other.
 
-The pipeline tests switch the verifier off and lower the threshold on purpose, so that
-"How do I cancel my subscription?" is answered by "How do I cancel my order?" (cosine
-0.71): the shipped verifier rejects that pair, and a wrong answer is what is reported.
+The pipeline tests switch the verifier off and lower the threshold on purpose (plain
+cosine at 0.65), so that "How do I cancel my subscription?" is answered by "How do I
+cancel my order?" (cosine 0.71): the shipped verifier rejects that pair, and a wrong
+answer is what is reported.
 """
 
 import json
@@ -15,41 +16,40 @@ import pytest
 from orchestration.cli import main
 from orchestration.resources import InferCacheResource
 from storage.exact_store import open_store
-from storage.wrong_answers import Asker, Reports, like_a_reported_request, report_wrong_answer
+from storage.wrong_answers import Asker, Reports, Side, blocked_by_reports, report_wrong_answer
 from tests.test_pipeline import _faq, _land, _materialize, _query
 
 ORDER = "How do I cancel my order?"
 SUBSCRIPTION = "How do I cancel my subscription?"
 SCOPE = "acme/faq"
 ENTRY_KEY = b"order-entry"
+THRESHOLD = 0.65
 
 
-def _reports(minilm, text=SUBSCRIPTION, scope=SCOPE):
-    return Reports({ENTRY_KEY: [{"text": text, "scope": scope, "vector": minilm([text])[0]}]})
+def _reports(minilm, text=SUBSCRIPTION, scope=SCOPE, with_vector=True):
+    vector = minilm([text])[0] if with_vector else None
+    return Reports({ENTRY_KEY: [Side(text, scope, vector)]})
 
 
-def _blocked(minilm, texts, verify=None, threshold=0.7, scope=SCOPE):
+def _blocked(minilm, texts, verify=None, threshold=THRESHOLD, scope=SCOPE, reports=None):
     vectors = minilm(texts)
-    askers = [
-        Asker(t, scope, v, threshold, verify is not None, 0.7) for t, v in zip(texts, vectors, strict=True)
-    ]
-    found = like_a_reported_request(askers, [[ENTRY_KEY]] * len(texts), _reports(minilm), verify)
+    verify_on = verify is not None
+    askers = [Asker(t, scope, v, threshold, verify_on, 0.7) for t, v in zip(texts, vectors, strict=True)]
+    found = blocked_by_reports(askers, [[ENTRY_KEY]] * len(texts), reports or _reports(minilm), verify)
     return [ENTRY_KEY in keys for keys in found]
 
 
 def test_the_reported_text_and_its_close_rewordings_are_blocked_without_verification(minilm):
-    # cosine to the reported request: 1.0, 0.996, 0.683 (below 0.7), and 0.704 for the last
-    texts = [SUBSCRIPTION, "How can I cancel my subscription?", "How can I cancel an order?"]
+    # cosine to the reported request: 1.0, 0.996, and 0.56 (an order question)
+    texts = [SUBSCRIPTION, "How can I cancel my subscription?", "Can I cancel the order I just placed?"]
     assert _blocked(minilm, texts) == [True, True, False]
-    # Cosine alone at a low threshold also blocks the entry's own rewording (0.704 >= 0.7):
-    # the namespace's own threshold decides, as it decides what is served.
-    assert _blocked(minilm, ["How can I cancel my order?"]) == [True]
+    # Cosine alone at a low threshold also takes in the entry's own rewordings (0.70 to the
+    # reported request): the namespace's threshold decides, as it decides what is served.
+    assert _blocked(minilm, ["How can I cancel my order?"], threshold=0.6) == [True]
     assert _blocked(minilm, ["How can I cancel my order?"], threshold=0.8) == [False]
 
 
-def test_with_verification_only_what_the_verifier_accepts_as_the_reported_request_is_blocked(
-    minilm, settings
-):
+def test_with_verification_only_rewordings_the_verifier_accepts_are_blocked(minilm, settings):
     from inference.pair_verifier import load_verifier
 
     base = settings.embedding_model("all-MiniLM-L6-v2").model_folder()
@@ -57,15 +57,16 @@ def test_with_verification_only_what_the_verifier_accepts_as_the_reported_reques
     texts = [
         SUBSCRIPTION,  # the same text: blocked without asking the verifier
         "How can I cancel my subscription?",  # the verifier: the same request
-        "How can I cancel my order?",  # near by cosine (0.704), another request to the verifier
-        "How do I pause my subscription?",  # 0.798, another request to the verifier
+        "How can I cancel my order?",  # near by cosine (0.70), another request to the verifier
+        "How do I pause my subscription?",  # 0.80, another request to the verifier
     ]
     assert _blocked(minilm, texts, verify=verify) == [True, True, False, False]
 
 
-def test_a_report_of_another_scope_blocks_only_its_own_text(minilm):
+def test_a_side_without_its_vector_or_of_another_scope_blocks_only_its_own_text(minilm):
     texts = [SUBSCRIPTION, "How can I cancel my subscription?"]
     assert _blocked(minilm, texts, scope="globex/faq") == [True, False]
+    assert _blocked(minilm, texts, reports=_reports(minilm, with_vector=False)) == [True, False]
 
 
 def _cancel(request_id, text):
@@ -76,19 +77,29 @@ def _cancel(request_id, text):
 def home(tmp_path, monkeypatch):
     from storage.config import write_namespace_override
 
-    # Plain cosine at 0.7: low enough to answer "cancel my subscription" with "cancel my order".
-    write_namespace_override(
-        tmp_path, "demo-cancellations", {"semantic": {"verify": False, "threshold": 0.7}}
-    )
+    plain_cosine = {"semantic": {"verify": False, "threshold": THRESHOLD}}
+    write_namespace_override(tmp_path, "demo-cancellations", plain_cosine)
     monkeypatch.setenv("INFERCACHE_HOME", str(tmp_path))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
     return tmp_path
 
 
+@pytest.fixture
+def flow(home):
+    """Land a day's rows and materialize it (again): the same resource and instance throughout."""
+    resource, instance = InferCacheResource(home=str(home)), dg.DagsterInstance.ephemeral()
+
+    def run(day, rows=None):
+        if rows is not None:
+            _land(home, day, rows)
+        _materialize(resource, day, instance)
+
+    return run
+
+
 def _outcomes(home, day):
-    rows = _query(
-        home, "SELECT request_id, path, served_key FROM request_outcomes WHERE partition = ?", [day]
-    )
+    sql = "SELECT request_id, path, served_key FROM request_outcomes WHERE partition = ?"
+    rows = _query(home, sql, [day])
     return {row["request_id"]: (row["path"], row["served_key"]) for row in rows.iter_rows(named=True)}
 
 
@@ -97,78 +108,132 @@ def _key(home, request_id):
     return rows["key"].item()
 
 
-@pytest.mark.slow
-def test_a_reported_folded_answer_is_recomputed_when_the_partition_runs_again(home, capsys):
-    day = "2026-03-01"
-    _land(home, day, [_cancel("a-1", ORDER), _cancel("a-2", SUBSCRIPTION)])
-    resource, instance = InferCacheResource(home=str(home)), dg.DagsterInstance.ephemeral()
-    _materialize(resource, day, instance)
-    assert _outcomes(home, day)["a-2"] == ("folded", _key(home, "a-1"))
+def _delete_entry(home, key):
+    """As if the entry had expired or been evicted."""
+    with open_store(home / "cache.duckdb") as con:
+        con.execute("DELETE FROM cache_entries WHERE key = ?", [key])
 
-    assert main(["report-wrong", "--partition", day, "--request-id", "a-2", "--note", "another product"]) == 0
+
+def _report(*args):
+    return main(["report-wrong", "--partition", *args])
+
+
+@pytest.mark.slow
+def test_a_reported_folded_answer_is_recomputed_and_never_folded_either_way_again(home, flow, capsys):
+    day1, day2 = "2026-03-01", "2026-03-02"
+    steps = "order cancellation steps"
+    flow(day1, [_cancel("a-1", ORDER), _cancel("a-2", SUBSCRIPTION), _cancel("a-3", steps)])
+    order = _key(home, "a-1")
+    folded = {"a-1": ("model", None), "a-2": ("folded", order), "a-3": ("folded", order)}
+    assert _outcomes(home, day1) == folded
+
+    assert _report(day1, "--request-id", "a-2", "--note", "another product") == 0
     assert "recompute the partition's answers with" in capsys.readouterr().out
-    _materialize(resource, day, instance)
+    flow(day1)
+    assert _outcomes(home, day1) == {"a-1": ("model", None), "a-2": ("model", None), "a-3": ("folded", order)}
+    rates = _query(home, "SELECT * FROM reported_wrong_rates WHERE partition = ?", [day1])
+    assert rates.select("answered_by_another", "reported_wrong", "reported_wrong_rate").row(0) == (2, 1, 0.5)
 
-    assert _outcomes(home, day)["a-2"][0] == "model"
-    rates = _query(home, "SELECT * FROM reported_wrong_rates WHERE partition = ?", [day])
-    assert rates["reported_wrong"].to_list() == [1]
-    assert rates["answered_by_another"].to_list() == [0]  # recomputed: nothing folded any more
+    # Reversed: with both entries gone, the subscription question leads and the order
+    # question does not fold into it.
+    _delete_entry(home, order)
+    _delete_entry(home, _key(home, "a-2"))
+    flow(day2, [_cancel("b-1", SUBSCRIPTION), _cancel("b-2", ORDER)])
+    assert _outcomes(home, day2) == {"b-1": ("model", None), "b-2": ("model", None)}
 
 
 @pytest.mark.slow
-def test_a_reported_semantic_answer_stops_only_requests_like_it(home, capsys):
-    day1, day2, day3 = "2026-03-01", "2026-03-02", "2026-03-03"
-    _land(home, day1, [_cancel("b-1", ORDER)])
-    _land(home, day2, [_cancel("b-2", SUBSCRIPTION), _cancel("b-3", "How can I cancel an order?")])
-    resource, instance = InferCacheResource(home=str(home)), dg.DagsterInstance.ephemeral()
-    _materialize(resource, day1, instance)
-    _materialize(resource, day2, instance)
+def test_a_reported_semantic_answer_stops_only_requests_like_it_either_way(home, flow, capsys):
+    day1, day2, day3, day4 = "2026-03-01", "2026-03-02", "2026-03-03", "2026-03-04"
+    flow(day1, [_cancel("b-1", ORDER)])
+    flow(day2, [_cancel("b-2", SUBSCRIPTION), _cancel("b-3", "Can I cancel the order I just placed?")])
     order = _key(home, "b-1")
     assert _outcomes(home, day2) == {"b-2": ("semantic", order), "b-3": ("semantic", order)}  # b-2 wrong
 
-    assert main(["report-wrong", "--partition", day2, "--request-id", "b-2", "--json"]) == 0
+    assert _report(day2, "--request-id", "b-2", "--json") == 0
     printed = json.loads(capsys.readouterr().out)
     assert (printed["request_text"], printed["served_text"]) == (SUBSCRIPTION, ORDER)
     assert printed["served_key"] == order.hex()
-    _materialize(resource, day2, instance)
+    flow(day2)
     assert _outcomes(home, day2) == {"b-2": ("model", None), "b-3": ("semantic", order)}
 
-    # A rewording of the reported request is answered by the recomputed entry, never by the
-    # reported one, even when that entry is gone.
-    recomputed = _key(home, "b-2")
-    with open_store(resource.locations.duckdb_path) as con:
-        con.execute("DELETE FROM cache_entries WHERE key = ?", [recomputed])
-    _land(
-        home,
-        day3,
-        [_cancel("b-4", "How can I cancel my subscription?"), _cancel("b-5", "Steps to cancel my order")],
+    # Reversed: with the order entry gone, the order question is not answered by the reported
+    # request's own entry; its own call stores the order entry again, under the same key.
+    _delete_entry(home, order)
+    flow(day3, [_cancel("c-1", ORDER)])
+    assert _outcomes(home, day3)["c-1"] == ("model", None)
+
+    # A rewording of the reported request is never answered by the order entry, even once
+    # the recomputed subscription entry is gone; rewordings of the order question still are.
+    _delete_entry(home, _key(home, "b-2"))
+    rewording = "How can I cancel my subscription?"
+    flow(day4, [_cancel("d-1", rewording), _cancel("d-2", "order cancellation steps")])
+    assert _outcomes(home, day4) == {"d-1": ("model", None), "d-2": ("semantic", order)}
+
+
+@pytest.mark.slow
+def test_a_second_wrong_answer_to_a_request_does_not_undo_the_first_report(home, flow):
+    day1, day2, day3 = "2026-03-01", "2026-03-02", "2026-03-03"
+    flow(day1, [_cancel("p-1", "How do I pause my subscription?")])  # cosine 0.80 to the request
+    flow(day2, [_cancel("p-2", "How do I cancel my account?")])  # 0.78
+    flow(day3, [_cancel("r-1", SUBSCRIPTION)])
+    pause, account = _key(home, "p-1"), _key(home, "p-2")
+    assert _outcomes(home, day3)["r-1"] == ("semantic", pause)
+    assert _report(day3, "--request-id", "r-1") == 0
+    assert _report(day3, "--request-id", "r-1", "--note", "said again") == 0  # the same report
+    flow(day3)
+    assert _outcomes(home, day3)["r-1"] == ("semantic", account)
+    assert _report(day3, "--request-id", "r-1") == 0
+    flow(day3)
+    assert _outcomes(home, day3)["r-1"] == ("model", None)
+    notes = _query(home, "SELECT note FROM wrong_answer_reports ORDER BY reported_at")["note"].to_list()
+    assert notes == ["said again", None]
+
+    assert main(["report-wrong", "--partition", day3, "--request-id", "r-1", "--withdraw"]) == 0
+    flow(day3)
+    assert _outcomes(home, day3)["r-1"] == ("semantic", pause)
+
+
+def _insert_outcome(con, day, request_id, path):
+    con.execute(
+        "INSERT INTO request_outcomes (partition, request_id, path, lookup_seconds, device_seconds, "
+        "device_seconds_saved) VALUES (?, ?, ?, 0, 0, 0)",
+        [day, request_id, path],
     )
-    _materialize(resource, day3, instance)
-    assert _outcomes(home, day3) == {"b-4": ("model", None), "b-5": ("semantic", order)}
 
 
-def test_report_wrong_says_what_was_wrong_with_the_request(home, capsys):
-    day = "2026-03-01"
+def test_report_wrong_says_why_a_request_cannot_be_reported(home, capsys):
+    day, now = "2026-03-01", datetime(2026, 3, 1)
     with open_store(home / "cache.duckdb") as con:
+        with pytest.raises(ValueError, match="partition 2026-03-01 has no request outcomes: materialize it"):
+            report_wrong_answer(con, day, "x-1", None, now)
+        for request_id, path in [("x-2", "exact"), ("x-3", "quarantined"), ("x-4", "model")]:
+            _insert_outcome(con, day, request_id, path)
         with pytest.raises(ValueError, match="no request 'x-1' in partition 2026-03-01"):
-            report_wrong_answer(con, day, "x-1", None, datetime(2026, 3, 1))
-        con.execute(
-            "INSERT INTO request_outcomes (partition, request_id, path, lookup_seconds, device_seconds, "
-            "device_seconds_saved) VALUES (?, 'x-2', 'exact', 0, 0, 0)",
-            [day],
-        )
-        con.execute(
-            "INSERT INTO model_requests (partition, request_id, tenant, namespace, model, model_version, "
-            "params_json, prefix, input, key, canonical_request, semantic_scope, embedding_model, "
-            "semantic_enabled, semantic_threshold) VALUES (?, 'x-2', 'acme', 'faq', 'm', '1', '{}', '', "
-            "'hi', 'k'::BLOB, '[]', 's', 'e', true, 0.9)",
-            [day],
-        )
-    assert main(["report-wrong", "--partition", day, "--request-id", "x-2"]) == 2
-    error = capsys.readouterr().err
-    assert "answered by path 'exact', not by another request" in error
+            report_wrong_answer(con, day, "x-1", None, now)
+        with pytest.raises(ValueError, match="was quarantined"):
+            report_wrong_answer(con, day, "x-3", None, now)
+        with pytest.raises(ValueError, match="answered by its own model call"):
+            report_wrong_answer(con, day, "x-4", None, now)
+    assert _report(day, "--request-id", "x-2") == 2
+    assert "was an exact hit: it got the model's own answer" in capsys.readouterr().err
     con = duckdb.connect(str(home / "cache.duckdb"), read_only=True)
     try:
         assert con.execute("SELECT count(*) FROM wrong_answer_reports").fetchall() == [(0,)]
     finally:
         con.close()
+
+
+def test_a_report_needs_the_stored_embedding_of_the_request(home):
+    day = "2026-03-01"
+    with open_store(home / "cache.duckdb") as con:
+        _insert_outcome(con, day, "x-5", "semantic")
+        con.execute(
+            "INSERT INTO model_requests (partition, request_id, tenant, namespace, model, model_version, "
+            "params_json, prefix, input, key, canonical_request, semantic_scope, embedding_model, "
+            "semantic_enabled, semantic_threshold) VALUES (?, 'x-5', 'acme', 'faq', 'm', '1', '{}', '', "
+            "'hi', 'k'::BLOB, '[]', 's', 'e', true, 0.9)",
+            [day],
+        )
+        with pytest.raises(ValueError, match="no stored embedding: re-materialize the partition's"):
+            report_wrong_answer(con, day, "x-5", None, datetime(2026, 3, 1))
