@@ -5,6 +5,7 @@ from __future__ import annotations
 import dagster as dg
 
 from assets.answers import cache_write_back, inference_outputs
+from assets.audit import semantic_audit
 from assets.intake import model_requests
 from assets.lookups import exact_lookups, request_embeddings, semantic_lookups
 from assets.partitions import daily_partitions
@@ -19,6 +20,7 @@ PARTITION_FLOW_ASSETS = [
     inference_outputs,
     cache_write_back,
     cache_report,
+    semantic_audit,
 ]
 
 daily_partition_job = dg.define_asset_job(

@@ -14,6 +14,7 @@ from orchestration.resources import InferCacheResource
 from orchestration.sample_workload import DEMO_DAYS, DEMO_NAMESPACES, DEMO_TENANTS, write_landing
 from storage.exact_store import clear_namespace, open_store
 from storage.outcomes import partition_report
+from storage.wrong_answers import withdraw_namespace_reports
 
 # Step-by-step debug lines drown the report; warnings and errors still show.
 QUIET_LOGS = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -40,6 +41,7 @@ def reset_demo_namespaces(infercache: InferCacheResource) -> None:
         for tenant in DEMO_TENANTS:
             for namespace in DEMO_NAMESPACES:
                 clear_namespace(con, tenant, namespace)
+                withdraw_namespace_reports(con, tenant, namespace)
     # The indexes the demo's namespaces use (not every registered model: each would load).
     for name in sorted({settings.namespace(ns).semantic.embedding_model for ns in DEMO_NAMESPACES}):
         index = infercache.semantic_index(name)

@@ -70,6 +70,9 @@ class SemanticSettings:
     embedding_model: str
     verify: bool
     verify_threshold: float
+    # Share of the answers that came from another request (semantic, folded) that the
+    # partition's audit recomputes with the model to compare (storage/audits.py).
+    audit_rate: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -249,6 +252,12 @@ def _namespace_settings(name: str, values: dict[str, Any]) -> NamespaceSettings:
         raise ConfigError(
             f"namespace {name!r}: semantic.verify_threshold {verify_threshold} is not in [0, 1]"
         )
+    audit_rate = float(semantic.get("audit_rate", 0.0))
+    if not 0.0 <= audit_rate <= 1.0:
+        raise ConfigError(
+            f"namespace {name!r}: semantic.audit_rate {audit_rate} is not in [0, 1] "
+            "(the share of answers from another request to recompute and compare)"
+        )
     eviction = values.get("eviction", "lru")
     if eviction not in EVICTION_POLICIES:
         raise ConfigError(
@@ -266,6 +275,7 @@ def _namespace_settings(name: str, values: dict[str, Any]) -> NamespaceSettings:
             embedding_model=str(semantic.get("embedding_model", "all-MiniLM-L6-v2")),
             verify=bool(semantic.get("verify", True)),
             verify_threshold=verify_threshold,
+            audit_rate=audit_rate,
         ),
         labels=tuple(values.get("labels") or ()),
         max_entries=capacity.get("max_entries"),

@@ -128,6 +128,21 @@ TABLES: dict[str, str] = {
         note VARCHAR,
         reported_at TIMESTAMP NOT NULL
     """,
+    # A share of the answers served from another request, recomputed with the model and
+    # compared (storage/audits.py); agreed is null where the answers cannot be compared.
+    "semantic_audits": """
+        partition VARCHAR NOT NULL,
+        request_id VARCHAR NOT NULL,
+        tenant VARCHAR NOT NULL,
+        namespace VARCHAR NOT NULL,
+        path VARCHAR NOT NULL,
+        served_key BLOB,
+        served_answer_json VARCHAR,
+        audit_answer_json VARCHAR,
+        agreed BOOLEAN,
+        error VARCHAR,
+        device_seconds DOUBLE NOT NULL
+    """,
 }
 
 PATHS = ("quarantined", "exact", "semantic", "folded", "model", "failed")

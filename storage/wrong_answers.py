@@ -129,6 +129,15 @@ def withdraw_reports(con: duckdb.DuckDBPyConnection, partition: str, request_id:
     return len(deleted)
 
 
+def withdraw_namespace_reports(con: duckdb.DuckDBPyConnection, tenant: str, namespace: str) -> int:
+    """Delete every report of one tenant's namespace. Clearing a namespace keeps its reports
+    (they say which requests differ, whatever is cached); a demo that starts afresh does not."""
+    deleted = con.execute(
+        "DELETE FROM wrong_answer_reports WHERE tenant = ? AND namespace = ? RETURNING 1", [tenant, namespace]
+    ).fetchall()
+    return len(deleted)
+
+
 def _reportable(con: duckdb.DuckDBPyConnection, partition: str, request_id: str) -> dict:
     outcome = con.execute(
         "SELECT path FROM request_outcomes WHERE partition = ? AND request_id = ?", [partition, request_id]
@@ -153,6 +162,11 @@ def _reportable(con: duckdb.DuckDBPyConnection, partition: str, request_id: str)
         )
     found = con.execute(_REPORTED_REQUEST, [partition, request_id]).fetchall()
     row = dict(zip([d[0] for d in con.description], found[0], strict=True))
+    if row["served_key"] == row["request_key"]:
+        raise ValueError(
+            f"request {request_id!r} of {partition} was folded into the call of an identical request: "
+            "it got the model's own answer to this very request, so a wrong answer there is the model's"
+        )
     if row["request_vector"] is None:
         raise ValueError(
             f"request {request_id!r} of {partition} has no stored embedding: re-materialize the "

@@ -15,6 +15,7 @@ def test_definitions_load_with_assets_checks_job_and_schedule():
         "inference_outputs",
         "cache_write_back",
         "cache_report",
+        "semantic_audit",
     }
     checks = {key.name for key in repository.asset_graph.asset_check_keys}
     assert {"accepted_requests_valid", "quarantine_rate_below_5_percent"} <= checks

@@ -237,3 +237,8 @@ def test_a_report_needs_the_stored_embedding_of_the_request(home):
         )
         with pytest.raises(ValueError, match="no stored embedding: re-materialize the partition's"):
             report_wrong_answer(con, day, "x-5", None, datetime(2026, 3, 1))
+        con.execute(  # folded into the call of a request with the same key
+            "UPDATE request_outcomes SET path = 'folded', served_key = 'k'::BLOB WHERE request_id = 'x-5'"
+        )
+        with pytest.raises(ValueError, match="folded into the call of an identical request"):
+            report_wrong_answer(con, day, "x-5", None, datetime(2026, 3, 1))
