@@ -4,10 +4,11 @@ import dagster as dg
 import polars as pl
 
 from assets.partitions import STORE_POOL, daily_partitions
-from inference.miss_runner import answer_misses
+from inference.miss_runner import OUTPUT_SCHEMA, answer_misses
 from orchestration.resources import InferCacheResource
-from storage.audits import audit_figures, audit_sample, compared
-from storage.exact_store import open_store, replace_partition
+from storage.audits import audit_figures, audit_sample, comparable_answer, compared, record_audits
+from storage.config import ConfigError, Settings
+from storage.exact_store import open_store
 from storage.wrong_answers import report_wrong_answer
 
 _CALL_COLUMNS = ["request_id", "key", "model", "model_version", "params_json", "prefix", "input"]
@@ -26,22 +27,59 @@ def semantic_audit(context: dg.AssetExecutionContext, infercache: InferCacheReso
     wrong answer (storage/wrong_answers.py), so a re-run of the partition recomputes it."""
     partition = context.partition_key
     settings = infercache.settings()
-    now = infercache.now()
 
     def audit_rate(tenant: str, namespace: str) -> float:
         return settings.namespace(namespace, tenant).semantic.audit_rate
 
     with open_store(infercache.locations.duckdb_path) as con:
-        sample = audit_sample(con, partition, audit_rate)
-    recomputed = answer_misses(sample.select(_CALL_COLUMNS), infercache.backend)
+        try:
+            sample = audit_sample(con, partition, audit_rate)
+        except ValueError as error:
+            raise dg.Failure(str(error)) from error
+    current, stale = _by_registry_version(sample, settings)
+    recomputed = pl.concat([answer_misses(current.select(_CALL_COLUMNS), infercache.backend), stale])
     audits = compared(sample, recomputed)
-    disagreed = audits.filter(pl.col("agreed").not_())
+    disagreements = audits.filter(pl.col("agreed").not_())
+    reported = 0
     with open_store(infercache.locations.duckdb_path) as con:
-        replace_partition(con, "semantic_audits", partition, audits.with_columns(partition=pl.lit(partition)))
-        for request_id, served, fresh in disagreed.select(
+        for request_id, served, fresh in disagreements.select(
             "request_id", "served_answer_json", "audit_answer_json"
         ).iter_rows():
-            note = f"audit: the model answers {fresh}, the cache served {served}"
-            report_wrong_answer(con, partition, request_id, note, now)
-    figures = audit_figures(audits)
-    return dg.MaterializeResult(metadata={**figures, "reported_wrong": disagreed.height})
+            fresh_label, served_label = comparable_answer(fresh), comparable_answer(served)
+            note = f"audit: the model answers {fresh_label!r}, the cache served {served_label!r}"
+            now = infercache.now()
+            reported += (
+                report_wrong_answer(con, partition, request_id, note, now, reported_by="audit") is not None
+            )
+        # Counted over what the table keeps: disagreements found before a re-run included.
+        figures = audit_figures(record_audits(con, partition, audits))
+    if reported:
+        context.log.warning(
+            f"the audit found {reported} answer(s) served from another request that the model answers "
+            "differently; they are in wrong_answer_reports: recompute them with `dagster asset "
+            f"materialize -m orchestration.definitions --select 'semantic_lookups*' --partition {partition}`"
+        )
+    overruled = disagreements.height - reported
+    return dg.MaterializeResult(
+        metadata={**figures, "reported_now": reported, "overruled_by_reviewer": overruled}
+    )
+
+
+def _by_registry_version(sample: pl.DataFrame, settings: Settings) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The sampled requests whose model version is still the registry's, and, for the rest,
+    rows in answer_misses' shape that say why they were not recomputed."""
+    reasons = []
+    for model, version in sample.select("model", "model_version").iter_rows():
+        try:
+            registered = settings.model(model).version
+        except ConfigError:
+            registered = None
+        stale = f"model {model!r} version {version} is not the registry's ({registered}): not recomputed"
+        reasons.append(None if registered == version else stale)
+    stale_rows = [
+        {"request_id": request_id, "path": "failed", "error": reason, "device_seconds": 0.0}
+        for request_id, reason in zip(sample["request_id"].to_list(), reasons, strict=True)
+        if reason is not None
+    ]
+    current = sample.filter(pl.Series([reason is None for reason in reasons], dtype=pl.Boolean))
+    return current, pl.DataFrame(stale_rows, schema=OUTPUT_SCHEMA)

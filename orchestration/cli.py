@@ -135,7 +135,7 @@ def _report_wrong(args: argparse.Namespace) -> int:
     )
     with open_store(resource.locations.duckdb_path) as con:
         if args.withdraw:
-            withdrawn = withdraw_reports(con, args.partition, args.request_id)
+            withdrawn = withdraw_reports(con, args.partition, args.request_id, resource.now())
             print(f"withdrew {withdrawn} report(s) on request {args.request_id!r} of {args.partition}")
             return 0
         try:
@@ -243,7 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     report.add_argument("--request-id", required=True, help="as in request_outcomes.request_id")
     report.add_argument("--note", default=None, help="why it was wrong, kept with the report")
     report.add_argument(
-        "--withdraw", action="store_true", help="delete the reports made on this request (made by mistake)"
+        "--withdraw",
+        action="store_true",
+        help="take back the reports on this request (made by mistake, or an audit you overrule)",
     )
     report.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     report.set_defaults(handler=_report_wrong)

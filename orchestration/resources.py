@@ -71,7 +71,7 @@ class InferCacheResource(dg.ConfigurableResource):
         if spec.version != version:
             raise ValueError(
                 f"model {model!r} is at version {spec.version} in the registry, not {version}: "
-                "re-materialize request_keys for this partition"
+                "re-materialize model_requests for this partition"
             )
         backend = load_backend(
             spec.name,

@@ -4,7 +4,10 @@
 matters, on a namespace's real requests. A share of the answers that came from another
 request (paths semantic and folded; `semantic.audit_rate` per namespace) is recomputed
 with the model and compared with what was served. Which requests are audited follows
-from their keys alone, so a re-run audits the same ones.
+from the partition and the key alone, so a re-run audits the same ones and other days
+other texts. An audit that found a different answer is kept when the partition is
+re-run (the re-run recomputes that answer, so the request is no longer audited): a
+fixed partition still counts what its audit found.
 
 Only answers that say one thing can be compared: a label. Generated text differs
 between two wordings of one question even when both answers are right, so such
@@ -13,6 +16,8 @@ answers are recorded as not comparable rather than guessed at.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from collections.abc import Callable
 
@@ -32,23 +37,71 @@ ORDER BY o.request_id
 """
 
 
-def audited_share(key: bytes) -> float:
-    """Where a key falls in [0, 1): a request is audited when this is below the rate."""
+def audited_share(partition: str, key: bytes) -> float:
+    """Where a request falls in [0, 1) on its day: it is audited when this is below the rate."""
+    digest = hashlib.sha256(partition.encode() + key).digest()
     # 53 bits: a float holds them exactly, so the share stays below 1.
-    return (int.from_bytes(key[:8], "big") >> 11) / 2**53
+    return (int.from_bytes(digest[:8], "big") >> 11) / 2**53
 
 
 def audit_sample(
     con: duckdb.DuckDBPyConnection, partition: str, audit_rate: Callable[[str, str], float]
 ) -> pl.DataFrame:
     """The partition's answers from another request chosen for audit; `audit_rate(tenant,
-    namespace)` is the share to audit in that namespace."""
+    namespace)` is the share to audit in that namespace. Raises ValueError for a partition
+    whose outcomes are not built yet."""
     answered = con.sql(_ANSWERED_BY_ANOTHER, params=[partition, list(REPORTABLE_PATHS)]).pl()
+    if not answered.height and _outcomes_missing(con, partition):
+        raise ValueError(
+            f"partition {partition} has requests but no request_outcomes: materialize cache_report "
+            "for it before auditing it"
+        )
+    rates = functools.lru_cache(maxsize=None)(audit_rate)
     chosen = [
-        audited_share(key) < audit_rate(tenant, namespace)
+        audited_share(partition, key) < rates(tenant, namespace)
         for key, tenant, namespace in answered.select("key", "tenant", "namespace").iter_rows()
     ]
     return answered.filter(pl.Series(chosen, dtype=pl.Boolean))
+
+
+def _outcomes_missing(con: duckdb.DuckDBPyConnection, partition: str) -> bool:
+    (requests, outcomes), *_ = con.execute(
+        "SELECT (SELECT count(*) FROM model_requests WHERE partition = ?), "
+        "(SELECT count(*) FROM request_outcomes WHERE partition = ?)",
+        [partition, partition],
+    ).fetchall()
+    return requests > 0 and outcomes == 0
+
+
+def record_audits(con: duckdb.DuckDBPyConnection, partition: str, audits: pl.DataFrame) -> pl.DataFrame:
+    """Replace the partition's audit rows, except those that found a different answer (the
+    re-run they ask for no longer audits them); returns the partition's rows after."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(
+            "DELETE FROM semantic_audits WHERE partition = ? AND agreed IS DISTINCT FROM false", [partition]
+        )
+        if audits.height:
+            con.register("new_audits", audits.with_columns(partition=pl.lit(partition)).to_arrow())
+            con.execute(
+                """
+                INSERT INTO semantic_audits BY NAME
+                SELECT * FROM new_audits n
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM semantic_audits s
+                    WHERE s.partition = n.partition AND s.request_id = n.request_id
+                        AND s.served_key = n.served_key
+                )
+                """
+            )
+            con.unregister("new_audits")
+        con.execute("COMMIT")
+    except Exception:
+        con.execute("ROLLBACK")
+        raise
+    return con.sql(
+        "SELECT * FROM semantic_audits WHERE partition = ? ORDER BY request_id", params=[partition]
+    ).pl()
 
 
 def comparable_answer(answer_json: str | None) -> str | None:
@@ -96,6 +149,7 @@ def audit_figures(audits: pl.DataFrame) -> dict:
     return {
         "audited": audits.height,
         "comparable": comparable.height,
+        "not_recomputed": audits.filter(pl.col("error").is_not_null()).height,
         "disagreed": disagreed,
         "agreement_rate": (comparable.height - disagreed) / comparable.height if comparable.height else None,
         "audit_device_seconds": float(audits["device_seconds"].sum()) if audits.height else 0.0,

@@ -126,7 +126,9 @@ TABLES: dict[str, str] = {
         served_text VARCHAR,
         served_vector FLOAT[],
         note VARCHAR,
-        reported_at TIMESTAMP NOT NULL
+        reported_by VARCHAR NOT NULL,
+        reported_at TIMESTAMP NOT NULL,
+        withdrawn_at TIMESTAMP
     """,
     # A share of the answers served from another request, recomputed with the model and
     # compared (storage/audits.py); agreed is null where the answers cannot be compared.
@@ -172,8 +174,8 @@ VIEWS: dict[str, str] = {
         GROUP BY ALL
     """,
     # Per partition, the requests answered by another request (semantic or folded, or
-    # recomputed since a report) and those reported wrong: a floor under the wrong-answer
-    # rate that reviewers have seen.
+    # recomputed since a report) and those reported wrong (by a reviewer or the audit, not
+    # withdrawn): a floor under the wrong-answer rate.
     "reported_wrong_rates": """
         SELECT o.partition, o.tenant, o.namespace,
                count(*) FILTER (o.path IN ('semantic', 'folded') OR r.request_id IS NOT NULL)
@@ -181,7 +183,9 @@ VIEWS: dict[str, str] = {
                count(r.request_id) AS reported_wrong,
                reported_wrong / nullif(answered_by_another, 0) AS reported_wrong_rate
         FROM request_outcomes o
-        LEFT JOIN (SELECT DISTINCT partition, request_id FROM wrong_answer_reports) r
+        LEFT JOIN (
+            SELECT DISTINCT partition, request_id FROM wrong_answer_reports WHERE withdrawn_at IS NULL
+        ) r
             USING (partition, request_id)
         WHERE o.path <> 'quarantined'
         GROUP BY ALL

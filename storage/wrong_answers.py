@@ -92,41 +92,70 @@ class Asker:
 
 
 def report_wrong_answer(
-    con: duckdb.DuckDBPyConnection, partition: str, request_id: str, note: str | None, now: datetime
-) -> dict:
-    """Record that the answer a request got was wrong. Reporting the same answer again only
-    updates the note; a different wrong answer to the same request (after a re-run) is a
-    report of its own, and both hold.
+    con: duckdb.DuckDBPyConnection,
+    partition: str,
+    request_id: str,
+    note: str | None,
+    now: datetime,
+    reported_by: str = "reviewer",
+) -> dict | None:
+    """Record that the answer a request got was wrong. A different wrong answer to the same
+    request (after a re-run) is a report of its own, and both hold. Reporting the same answer
+    again keeps the first report's time; a reviewer's note replaces the old one and puts a
+    withdrawn report back in force. The audit (`reported_by="audit"`) never overrules a
+    reviewer: it reports nothing where a reviewer withdrew the same pairing, and returns None.
 
     Returns what was recorded (less the vectors). Raises ValueError, saying what to do,
     for a request that did not get its answer from another request."""
     row = _reportable(con, partition, request_id)
-    report = {**row, "note": note, "reported_at": now}
-    con.execute("BEGIN TRANSACTION")
-    try:
+    if reported_by == "audit" and _overruled(con, row["request_key"], row["served_key"]):
+        return None
+    report = {**row, "note": note, "reported_by": reported_by, "reported_at": now, "withdrawn_at": None}
+    names = list(report)
+    con.execute(
+        f"INSERT INTO wrong_answer_reports ({', '.join(names)}) "
+        f"SELECT {', '.join('?' * len(names))} WHERE NOT EXISTS ("
+        "    SELECT 1 FROM wrong_answer_reports WHERE partition = ? AND request_id = ? AND served_key = ?)",
+        [*(report[name] for name in names), partition, request_id, row["served_key"]],
+    )
+    if reported_by != "audit":
         con.execute(
-            "DELETE FROM wrong_answer_reports WHERE partition = ? AND request_id = ? AND served_key = ?",
-            [partition, request_id, row["served_key"]],
+            """
+            UPDATE wrong_answer_reports
+            SET note = coalesce(?, note), reported_by = ?, withdrawn_at = NULL
+            WHERE partition = ? AND request_id = ? AND served_key = ?
+            """,
+            [note, reported_by, partition, request_id, row["served_key"]],
         )
-        names = list(report)
-        con.execute(
-            f"INSERT INTO wrong_answer_reports ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})",
-            [report[name] for name in names],
-        )
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
+    stored = con.execute(
+        "SELECT note, reported_by, reported_at FROM wrong_answer_reports "
+        "WHERE partition = ? AND request_id = ? AND served_key = ?",
+        [partition, request_id, row["served_key"]],
+    ).fetchall()[0]
+    report.update(zip(("note", "reported_by", "reported_at"), stored, strict=True))
     return {name: value for name, value in report.items() if not name.endswith("_vector")}
 
 
-def withdraw_reports(con: duckdb.DuckDBPyConnection, partition: str, request_id: str) -> int:
-    """Delete every report made on one request's answers (a report made by mistake)."""
-    deleted = con.execute(
-        "DELETE FROM wrong_answer_reports WHERE partition = ? AND request_id = ? RETURNING 1",
-        [partition, request_id],
+def _overruled(con: duckdb.DuckDBPyConnection, request_key: bytes, served_key: bytes) -> bool:
+    """A reviewer withdrew a report of this very pairing (on any day)."""
+    found = con.execute(
+        "SELECT count(*) FROM wrong_answer_reports "
+        "WHERE request_key = ? AND served_key = ? AND withdrawn_at IS NOT NULL",
+        [request_key, served_key],
     ).fetchall()
-    return len(deleted)
+    return found[0][0] > 0
+
+
+def withdraw_reports(con: duckdb.DuckDBPyConnection, partition: str, request_id: str, now: datetime) -> int:
+    """Take back the reports made on one request's answers (made by mistake, or an audit a
+    reviewer overrules). They stay in the table, withdrawn, so the audit does not file them
+    again."""
+    withdrawn = con.execute(
+        "UPDATE wrong_answer_reports SET withdrawn_at = ? "
+        "WHERE partition = ? AND request_id = ? AND withdrawn_at IS NULL RETURNING 1",
+        [now, partition, request_id],
+    ).fetchall()
+    return len(withdrawn)
 
 
 def withdraw_namespace_reports(con: duckdb.DuckDBPyConnection, tenant: str, namespace: str) -> int:
@@ -182,11 +211,11 @@ def reports_against(con: duckdb.DuckDBPyConnection, keys: Sequence[bytes]) -> Re
     found = con.execute(
         """
         SELECT served_key AS key, request_text AS text, semantic_scope, request_vector AS vector
-        FROM wrong_answer_reports WHERE served_key IN (SELECT unnest(?::BLOB[]))
+        FROM wrong_answer_reports WHERE served_key IN (SELECT unnest(?::BLOB[])) AND withdrawn_at IS NULL
         UNION ALL
         SELECT request_key, served_text, semantic_scope, served_vector
         FROM wrong_answer_reports WHERE request_key IN (SELECT unnest(?::BLOB[]))
-            AND served_text IS NOT NULL
+            AND served_text IS NOT NULL AND withdrawn_at IS NULL
         """,
         [list(dict.fromkeys(keys))] * 2,
     ).fetchall()

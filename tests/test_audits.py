@@ -12,12 +12,22 @@ from storage.audits import audit_figures, audited_share, comparable_answer, comp
 from tests.test_pipeline import _intent, _land, _query
 
 
-def test_the_audited_share_of_a_key_is_fixed_and_spread_over_zero_to_one():
+def test_the_audited_share_is_fixed_per_day_and_key_and_spread_over_zero_to_one():
     keys = [bytes([i]) * 32 for i in range(256)]
-    shares = [audited_share(key) for key in keys]
-    assert shares == [audited_share(key) for key in keys]
+    shares = [audited_share("2026-03-01", key) for key in keys]
+    assert shares == [audited_share("2026-03-01", key) for key in keys]  # a re-run audits the same
     assert all(0.0 <= share < 1.0 for share in shares)
     assert 0.4 < sum(share < 0.5 for share in shares) / len(shares) < 0.6
+    next_day = [audited_share("2026-03-02", key) < 0.5 for key in keys]
+    assert next_day != [share < 0.5 for share in shares]  # another day, other texts
+
+
+def test_an_audit_rate_outside_zero_to_one_is_refused(tmp_path):
+    from storage.config import ConfigError, load_settings, write_namespace_override
+
+    write_namespace_override(tmp_path, "faq", {"semantic": {"audit_rate": 1.5}})
+    with pytest.raises(ConfigError, match="semantic.audit_rate 1.5 is not in"):
+        load_settings(home=tmp_path).namespace("faq")
 
 
 def test_only_labels_are_compared():
@@ -67,50 +77,101 @@ def test_a_different_label_disagrees_and_text_or_a_failed_call_is_not_compared()
     assert audits["agreed"].to_list() == [True, False, None, None]
     figures = audit_figures(audits)
     assert (figures["audited"], figures["comparable"], figures["disagreed"]) == (4, 2, 1)
+    assert figures["not_recomputed"] == 1
     assert figures["agreement_rate"] == 0.5
     assert figures["audit_device_seconds"] == pytest.approx(0.6)
 
 
-@pytest.mark.slow
-def test_the_audit_reports_a_folded_answer_whose_label_the_model_would_not_give(tmp_path):
+DAY = "2026-03-01"
+
+
+@pytest.fixture
+def audited(tmp_path):
+    """A partition whose lenient namespace folds a shipping complaint into a billing one."""
     from storage.config import write_namespace_override
 
     # Plain cosine at 0.6 folds a shipping complaint (0.73) into a billing one on purpose; the
     # two rewordings are 0.67 from the first request and 0.44 from each other.
     lenient = {"semantic": {"verify": False, "threshold": 0.6, "audit_rate": 1.0}}
     write_namespace_override(tmp_path, "demo-support-intents", lenient)
-    day = "2026-03-01"
     rows = [
         _intent("i-1", "I was charged twice for my order"),
         _intent("i-2", "You billed me twice"),  # billing too: agrees
         _intent("i-3", "I was charged for my order but it never shipped"),  # shipping: disagrees
     ]
-    _land(tmp_path, day, rows)
-    resource, instance = InferCacheResource(home=str(tmp_path)), dg.DagsterInstance.ephemeral()
+    _land(tmp_path, DAY, rows)
+    instance = dg.DagsterInstance.ephemeral()
 
-    def materialize():
+    def materialize(assets=PARTITION_FLOW_ASSETS, config_dir=None):
+        resource = InferCacheResource(home=str(tmp_path), config_dir=config_dir)
         result = dg.materialize(
-            PARTITION_FLOW_ASSETS, partition_key=day, instance=instance, resources={"infercache": resource}
+            assets, partition_key=DAY, instance=instance, resources={"infercache": resource}
         )
         events = [
             e for e in result.get_asset_materialization_events() if e.asset_key.path == ["semantic_audit"]
         ]
         return {key: value.value for key, value in events[0].materialization.metadata.items()}
 
-    figures = materialize()
-    assert (figures["audited"], figures["comparable"], figures["disagreed"], figures["reported_wrong"]) == (
-        2,
-        2,
-        1,
-        1,
-    )
-    audits = _query(tmp_path, "SELECT request_id, agreed FROM semantic_audits ORDER BY request_id")
-    assert audits.rows() == [("i-2", True), ("i-3", False)]
-    notes = _query(tmp_path, "SELECT request_id, note FROM wrong_answer_reports").rows()
-    assert len(notes) == 1 and notes[0][0] == "i-3" and '"label":"shipping"' in notes[0][1]
+    return tmp_path, materialize
 
-    # The re-run the report asks for gives i-3 its own call; the audit then has only i-2.
+
+def _figures(figures, *names):
+    return tuple(figures[name] for name in names)
+
+
+@pytest.mark.slow
+def test_the_audit_reports_a_folded_answer_whose_label_the_model_would_not_give(audited):
+    home, materialize = audited
     figures = materialize()
-    paths = _query(tmp_path, "SELECT request_id, path FROM request_outcomes ORDER BY request_id").rows()
+    assert _figures(figures, "audited", "comparable", "disagreed", "reported_now") == (2, 2, 1, 1)
+    audits = _query(home, "SELECT request_id, agreed FROM semantic_audits ORDER BY request_id")
+    assert audits.rows() == [("i-2", True), ("i-3", False)]
+    reports = _query(home, "SELECT request_id, note, reported_by FROM wrong_answer_reports").rows()
+    assert reports == [("i-3", "audit: the model answers 'shipping', the cache served 'billing'", "audit")]
+
+    # The re-run the report asks for gives i-3 its own call; what the audit found stays counted.
+    figures = materialize()
+    paths = _query(home, "SELECT request_id, path FROM request_outcomes ORDER BY request_id").rows()
     assert paths == [("i-1", "model"), ("i-2", "folded"), ("i-3", "model")]
-    assert (figures["audited"], figures["disagreed"]) == (1, 0)
+    assert _figures(figures, "audited", "disagreed", "reported_now") == (2, 1, 0)
+    audits = _query(home, "SELECT request_id, agreed FROM semantic_audits ORDER BY request_id")
+    assert audits.rows() == [("i-2", True), ("i-3", False)]
+
+
+@pytest.mark.slow
+def test_a_reviewer_who_withdraws_an_audit_report_is_not_overruled_by_the_next_audit(audited):
+    from orchestration.cli import main
+
+    home, materialize = audited
+    materialize()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("INFERCACHE_HOME", str(home))
+        env.setenv("DAGSTER_HOME", str(home / "dagster"))
+        assert main(["report-wrong", "--partition", DAY, "--request-id", "i-3", "--withdraw"]) == 0
+    figures = materialize()
+    paths = _query(home, "SELECT request_id, path FROM request_outcomes ORDER BY request_id").rows()
+    assert paths == [("i-1", "model"), ("i-2", "folded"), ("i-3", "folded")]  # the cache's answer stands
+    assert _figures(figures, "disagreed", "reported_now", "overruled_by_reviewer") == (1, 0, 1)
+    withdrawn = _query(home, "SELECT withdrawn_at IS NOT NULL AS withdrawn FROM wrong_answer_reports")
+    assert withdrawn["withdrawn"].to_list() == [True]
+
+
+@pytest.mark.slow
+def test_answers_of_a_model_version_no_longer_registered_are_recorded_not_recomputed(
+    audited, tmp_path_factory
+):
+    import shutil
+
+    from assets.audit import semantic_audit
+    from storage.config import DEFAULT_CONFIG_DIR
+
+    home, materialize = audited
+    materialize()
+    bumped = tmp_path_factory.mktemp("config")
+    shutil.copytree(DEFAULT_CONFIG_DIR, bumped, dirs_exist_ok=True)
+    models = bumped / "models.yaml"
+    models.write_text(models.read_text().replace('version: "2026.01"', 'version: "2026.02"'))
+    figures = materialize([semantic_audit], config_dir=str(bumped))
+    assert _figures(figures, "audited", "comparable", "not_recomputed") == (2, 1, 1)  # i-3's row is kept
+    errors = _query(home, "SELECT request_id, error FROM semantic_audits ORDER BY request_id").rows()
+    assert errors[0][0] == "i-2" and "is not the registry's (2026.02): not recomputed" in errors[0][1]
