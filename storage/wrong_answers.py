@@ -1,8 +1,10 @@
-"""Wrong answers reported by reviewers: a reported pairing is not served again.
+"""Wrong answers reported by reviewers or the audit: a reported pairing is not served again.
 
 The verifier is not perfect (README, "How good it is"): now and then a request is
 answered by an entry, or folded into a look-alike's call, that means something else.
-A reviewer who finds one reports it by partition and request id. The report keeps
+A reviewer who finds one reports it by partition and request id, and so does the
+partition's audit when the model labels the request otherwise (storage/audits.py); a
+reviewer can withdraw a report, and the audit does not file it again. The report keeps
 both sides: the request (text, key, vector) and what answered it (the entry's or
 folding leader's key, text and vector), in one semantic scope.
 
