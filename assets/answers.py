@@ -6,7 +6,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from assets.partitions import STORE_POOL, daily_partitions
+from assets.partitions import PARTITION_FLOW
 from inference.miss_runner import answer_misses
 from orchestration.resources import InferCacheResource
 from storage.eviction import enforce_capacity
@@ -15,10 +15,8 @@ from storage.lookalikes import fold_lookalike_misses
 from storage.write_back import commit_entries, new_entries
 from storage.wrong_answers import blocked_within, reports_against
 
-_FLOW = {"partitions_def": daily_partitions, "pool": STORE_POOL, "group_name": "partition_flow"}
 
-
-@dg.asset(deps=["semantic_lookups"], kinds={"torch", "duckdb"}, **_FLOW)
+@dg.asset(deps=["semantic_lookups"], kinds={"torch", "duckdb"}, **PARTITION_FLOW)
 def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheResource):
     """Misses of both look-ups, run in batches. Identical keys fold into one call, and so do
     verified look-alikes of one scope where semantic reuse is on."""
@@ -61,7 +59,7 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
     )
 
 
-@dg.asset(deps=["inference_outputs"], kinds={"duckdb", "lancedb"}, **_FLOW)
+@dg.asset(deps=["inference_outputs"], kinds={"duckdb", "lancedb"}, **PARTITION_FLOW)
 def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheResource):
     """New answers into cache_entries (committed first), then their vectors into LanceDB;
     then each tenant namespace is held to its capacity by its eviction policy.

@@ -3,7 +3,7 @@
 import dagster as dg
 import polars as pl
 
-from assets.partitions import STORE_POOL, daily_partitions
+from assets.partitions import PARTITION_FLOW
 from inference.miss_runner import OUTPUT_SCHEMA, answer_misses
 from orchestration.resources import InferCacheResource
 from storage.audits import audit_figures, audit_sample, comparable_answer, compared, record_audits
@@ -14,13 +14,7 @@ from storage.wrong_answers import report_wrong_answer
 _CALL_COLUMNS = ["request_id", "key", "model", "model_version", "params_json", "prefix", "input"]
 
 
-@dg.asset(
-    deps=["cache_report"],
-    partitions_def=daily_partitions,
-    pool=STORE_POOL,
-    group_name="partition_flow",
-    kinds={"torch", "duckdb"},
-)
+@dg.asset(deps=["cache_report"], kinds={"torch", "duckdb"}, **PARTITION_FLOW)
 def semantic_audit(context: dg.AssetExecutionContext, infercache: InferCacheResource):
     """Each namespace's `semantic.audit_rate` of the answers that came from another request
     (semantic, folded), recomputed with the model; a different label is reported as a
@@ -40,14 +34,13 @@ def semantic_audit(context: dg.AssetExecutionContext, infercache: InferCacheReso
     recomputed = pl.concat([answer_misses(current.select(_CALL_COLUMNS), infercache.backend), stale])
     audits = compared(sample, recomputed)
     disagreements = audits.filter(pl.col("agreed").not_())
-    reported = 0
+    reported, now = 0, infercache.now()
     with open_store(infercache.locations.duckdb_path) as con:
         for request_id, served, fresh in disagreements.select(
             "request_id", "served_answer_json", "audit_answer_json"
         ).iter_rows():
             fresh_label, served_label = comparable_answer(fresh), comparable_answer(served)
             note = f"audit: the model answers {fresh_label!r}, the cache served {served_label!r}"
-            now = infercache.now()
             reported += (
                 report_wrong_answer(con, partition, request_id, note, now, reported_by="audit") is not None
             )

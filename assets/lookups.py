@@ -6,7 +6,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from assets.partitions import STORE_POOL, daily_partitions
+from assets.partitions import PARTITION_FLOW
 from orchestration.resources import InferCacheResource
 from storage.exact_store import (
     lookup_exact,
@@ -18,10 +18,8 @@ from storage.exact_store import (
 from storage.keys import text_hash
 from storage.semantic_lookup import lookup_semantic
 
-_FLOW = {"partitions_def": daily_partitions, "pool": STORE_POOL, "group_name": "partition_flow"}
 
-
-@dg.asset(deps=["model_requests"], kinds={"duckdb", "polars"}, **_FLOW)
+@dg.asset(deps=["model_requests"], kinds={"duckdb", "polars"}, **PARTITION_FLOW)
 def exact_lookups(context: dg.AssetExecutionContext, infercache: InferCacheResource):
     """Each request joined against cache_entries in one statement; expired entries never serve."""
     partition = context.partition_key
@@ -63,7 +61,7 @@ def _semantic_candidates(con, partition: str) -> pl.DataFrame:
     ).pl()
 
 
-@dg.asset(deps=["exact_lookups"], kinds={"lancedb", "duckdb"}, **_FLOW)
+@dg.asset(deps=["exact_lookups"], kinds={"lancedb", "duckdb"}, **PARTITION_FLOW)
 def request_embeddings(context: dg.AssetExecutionContext, infercache: InferCacheResource):
     """Vectors of the exact misses, through the embedding cache: no text is embedded twice."""
     partition = context.partition_key
@@ -100,7 +98,7 @@ def request_embeddings(context: dg.AssetExecutionContext, infercache: InferCache
     )
 
 
-@dg.asset(deps=["request_embeddings"], kinds={"lancedb", "duckdb"}, **_FLOW)
+@dg.asset(deps=["request_embeddings"], kinds={"lancedb", "duckdb"}, **PARTITION_FLOW)
 def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheResource):
     """Nearest cached request under a hard prefilter (same tenant, namespace, model, version,
     params and prefix); served only at or above the namespace's threshold."""

@@ -5,3 +5,6 @@ daily_partitions = dg.DailyPartitionsDefinition(start_date="2026-01-01", end_off
 
 # Every step that writes the DuckDB file runs in this pool (limit 1): one writer at a time.
 STORE_POOL = "infercache_store"
+
+# What every asset of one day's flow shares: its partitions, the writers' pool, its group.
+PARTITION_FLOW = {"partitions_def": daily_partitions, "pool": STORE_POOL, "group_name": "partition_flow"}
