@@ -242,3 +242,68 @@ def test_a_report_needs_the_stored_embedding_of_the_request(home):
         )
         with pytest.raises(ValueError, match="folded into the call of an identical request"):
             report_wrong_answer(con, day, "x-5", None, datetime(2026, 3, 1))
+
+
+def _launch(job_name, instance, home, **kwargs):
+    from orchestration.definitions import defs
+
+    job = defs().resolve_job_def(job_name)
+    resources = {"infercache": InferCacheResource(home=str(home))}
+    return job.execute_in_process(instance=instance, resources=resources, raise_on_error=False, **kwargs)
+
+
+def _report_config(day, request_id, **extra):
+    from orchestration.review import REPORT_OP
+
+    return {"ops": {REPORT_OP: {"config": {"partition": day, "request_id": request_id, **extra}}}}
+
+
+def _failure_message(result):
+    failures = [event for event in result.all_events if event.is_step_failure]
+    return failures[0].step_failure_data.user_failure_data.description
+
+
+@pytest.mark.slow
+def test_a_report_from_the_ui_is_recorded_and_its_partition_recomputed_by_the_sensor(home):
+    from orchestration.review import recompute_after_report
+
+    day1, day2 = "2026-03-01", "2026-03-02"
+    resource, instance = InferCacheResource(home=str(home)), dg.DagsterInstance.ephemeral()
+    _land(home, day1, [_cancel("u-1", ORDER)])
+    _materialize(resource, day1, instance)
+    _land(home, day2, [_cancel("u-2", SUBSCRIPTION)])
+    _materialize(resource, day2, instance)
+    order = _key(home, "u-1")
+    assert _outcomes(home, day2) == {"u-2": ("semantic", order)}
+
+    # A request that cannot be reported fails the run with the CLI's explanation, and the
+    # sensor, which watches successful runs only, requests nothing.
+    refused = _launch("report_wrong_answer", instance, home, run_config=_report_config(day2, "nope"))
+    assert not refused.success
+    assert "no request 'nope' in partition 2026-03-02" in _failure_message(refused)
+
+    reported = _launch(
+        "report_wrong_answer", instance, home, run_config=_report_config(day2, "u-2", note="ui")
+    )
+    assert reported.success
+    notes = _query(home, "SELECT note, reported_by FROM wrong_answer_reports").rows()
+    assert notes == [("ui", "reviewer")]
+
+    context = dg.build_run_status_sensor_context(
+        sensor_name="recompute_after_report",
+        dagster_event=reported.get_run_success_event(),
+        dagster_instance=instance,
+        dagster_run=reported.dagster_run,
+    )
+    request = recompute_after_report(context)
+    assert (request.partition_key, request.run_key) == (day2, reported.run_id)
+
+    recomputed = _launch("recompute_from_semantic_lookups", instance, home, partition_key=day2)
+    assert recomputed.success
+    assert _outcomes(home, day2) == {"u-2": ("model", None)}
+
+    # Withdrawing from the UI takes the report back; withdrawing again has nothing to take.
+    withdraw = _report_config(day2, "u-2", withdraw=True)
+    assert _launch("report_wrong_answer", instance, home, run_config=withdraw).success
+    again = _launch("report_wrong_answer", instance, home, run_config=withdraw)
+    assert "nothing to withdraw" in _failure_message(again)

@@ -1,0 +1,78 @@
+"""Reporting a wrong answer from the Dagster UI, not only from the CLI.
+
+The job `report_wrong_answer` (Launchpad config: partition, request_id, an optional note,
+withdraw) records or withdraws a report as `infercache report-wrong` does
+(storage/wrong_answers.py), and fails with the same explanation where the request cannot be
+reported. Once it succeeds, the sensor `recompute_after_report` re-runs that partition from
+`semantic_lookups` on, so the report takes effect without a second action: the reported
+request gets its answer recomputed, and the partition's report and audit are redone.
+"""
+
+# No `from __future__ import annotations`: Dagster reads the op's config and resource types
+# from its annotations at definition time.
+import dagster as dg
+from pydantic import Field
+
+from assets.partitions import STORE_POOL, daily_partitions
+from orchestration.resources import InferCacheResource
+from storage.exact_store import open_store
+from storage.wrong_answers import report_wrong_answer as record_report
+from storage.wrong_answers import withdraw_reports
+
+REPORT_OP = "record_wrong_answer_report"
+
+
+class WrongAnswerReport(dg.Config):
+    partition: str = Field(description="the day whose answer was wrong, e.g. 2026-01-02")
+    request_id: str = Field(description="the request's id, as in request_outcomes.request_id")
+    note: str | None = Field(default=None, description="why the answer is wrong, for the record")
+    withdraw: bool = Field(default=False, description="take back the reports made on this request instead")
+
+
+@dg.op(name=REPORT_OP, pool=STORE_POOL)
+def record_wrong_answer_report(
+    context: dg.OpExecutionContext, config: WrongAnswerReport, infercache: InferCacheResource
+) -> None:
+    with open_store(infercache.locations.duckdb_path) as con:
+        if config.withdraw:
+            withdrawn = withdraw_reports(con, config.partition, config.request_id, infercache.now())
+            if not withdrawn:
+                raise dg.Failure(
+                    f"no report in force on request {config.request_id!r} of {config.partition}: "
+                    "nothing to withdraw (wrong_answer_reports lists what was reported)"
+                )
+            context.log.info(f"withdrew {withdrawn} report(s) on {config.request_id!r} of {config.partition}")
+            return
+        try:
+            report = record_report(con, config.partition, config.request_id, config.note, infercache.now())
+        except ValueError as error:
+            raise dg.Failure(str(error)) from error
+    context.log.info(
+        f"reported: {report['request_text']!r} was answered ({report['path']}) by {report['served_text']!r}; "
+        f"in {report['tenant']}/{report['namespace']} neither answers requests like the other any more"
+    )
+
+
+@dg.job(description="Report a wrong semantic or folded answer, or withdraw a report; then recompute")
+def report_wrong_answer() -> None:
+    record_wrong_answer_report()
+
+
+recompute_from_semantic_lookups = dg.define_asset_job(
+    "recompute_from_semantic_lookups",
+    selection=dg.AssetSelection.assets("semantic_lookups").downstream(),
+    partitions_def=daily_partitions,
+    description="Recompute one partition's answers from the semantic look-up on (after a report)",
+)
+
+
+@dg.run_status_sensor(
+    run_status=dg.DagsterRunStatus.SUCCESS,
+    monitored_jobs=[report_wrong_answer],
+    request_job=recompute_from_semantic_lookups,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+)
+def recompute_after_report(context: dg.RunStatusSensorContext) -> dg.RunRequest:
+    partition = context.dagster_run.run_config["ops"][REPORT_OP]["config"]["partition"]
+    # One recompute per report run, however often the sensor is evaluated.
+    return dg.RunRequest(run_key=context.dagster_run.run_id, partition_key=partition)
