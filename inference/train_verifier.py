@@ -74,6 +74,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--families", type=Path, nargs="*", default=DEFAULT_FAMILIES, help="family workloads")
     parser.add_argument("--family-repeats", type=int, default=3)
+    parser.add_argument(
+        "--near-miss-families",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="family workloads whose near misses alone are trained on (not their paraphrase pairs)",
+    )
+    parser.add_argument("--near-miss-repeats", type=int, default=1)
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--steps", type=int, default=2000)
@@ -129,6 +137,14 @@ def main(argv: list[str] | None = None) -> int:
     perturbed = perturbed_pairs(questions, args.perturbed, seed=args.seed) if args.perturbed else []
     written = family_pairs(row for path in args.families for row in read_workload(path))
     args.family_pairs_made = len(written)
+    # Near misses without their paraphrases: a family file's rewordings lie far apart and
+    # teach leniency, its near misses teach what must not be served.
+    near_misses = [
+        pair
+        for pair in family_pairs(row for path in args.near_miss_families for row in read_workload(path))
+        if not pair["duplicate"]
+    ]
+    args.near_miss_pairs_made = len(near_misses)
     swapped = (
         sibling_swapped_pairs(
             [row for row in written + train_qqp if row["duplicate"]],
@@ -145,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         + adversarial * args.adversarial_repeats
         + perturbed
         + written * args.family_repeats
+        + near_misses * args.near_miss_repeats
         + swapped,
         args.batch,
         rng,
@@ -274,6 +291,9 @@ def _save(
         "family_pairs": getattr(args, "family_pairs_made", 0),
         "family_repeats": args.family_repeats,
         "sibling_swapped_pairs": getattr(args, "sibling_swaps_made", 0),
+        "near_miss_family_files": [_shown(path) for path in args.near_miss_families],
+        "near_miss_pairs": getattr(args, "near_miss_pairs_made", 0),
+        "near_miss_repeats": args.near_miss_repeats,
         "split": "QQP split by question (connected components, 20% held out by hash)",
         "command": args.command,
     }

@@ -100,6 +100,21 @@ def test_the_clock_ends_training_before_the_steps_do(training_files, tmp_path):
     assert 1 <= record["steps"] < 1000
 
 
+def test_near_miss_families_add_their_near_misses_without_their_paraphrases(training_files, tmp_path):
+    # One family: a paraphrase pair in group a, and group b's request, a near miss of both.
+    family = tmp_path / "near_misses.jsonl"
+    rows = [
+        ("convert 10 USD to EUR", "fx-a"),
+        ("10 dollars in euros", "fx-a"),
+        ("convert 10 EUR to USD", "fx-b"),
+    ]
+    family.write_text("".join(json.dumps({"text": text, "group": group}) + "\n" for text, group in rows))
+    extra = ["--steps", "2", "--near-miss-families", str(family), "--near-miss-repeats", "3"]
+    record = _train(training_files, tmp_path / "verifier", *extra)
+    assert record["near_miss_pairs"] == 2 and record["near_miss_repeats"] == 3
+    assert record["near_miss_family_files"] == [str(family)]
+
+
 def test_a_time_limit_of_zero_is_refused(training_files, tmp_path, capsys):
     with pytest.raises(SystemExit):
         _train(training_files, tmp_path / "verifier", "--max-minutes", "0")
