@@ -166,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
         args.batch,
         rng,
     )
+    args.training_examples = len(examples)
 
     base = args.base or _base_folder()
     model = (
@@ -277,6 +278,7 @@ def _save(
         "steps": steps,
         "batch": args.batch,
         "examples_seen": steps * args.batch,
+        "training_examples": getattr(args, "training_examples", 0),  # one pass, repeats included
         "learning_rate": args.lr,
         "seed": args.seed,
         "dtype": args.dtype,

@@ -134,11 +134,11 @@ def _report_wrong(args: argparse.Namespace) -> int:
         f"--partition {args.partition}"
     )
     with open_store(resource.locations.duckdb_path) as con:
-        if args.withdraw:
-            withdrawn = withdraw_reports(con, args.partition, args.request_id, resource.now())
-            print(f"withdrew {withdrawn} report(s) on request {args.request_id!r} of {args.partition}")
-            return 0
         try:
+            if args.withdraw:
+                withdrawn = withdraw_reports(con, args.partition, args.request_id, resource.now())
+                print(f"withdrew {withdrawn} report(s) on request {args.request_id!r} of {args.partition}")
+                return 0
             report = report_wrong_answer(con, args.partition, args.request_id, args.note, resource.now())
         except ValueError as error:
             print(f"infercache report-wrong: {error}", file=sys.stderr)

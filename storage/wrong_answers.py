@@ -151,12 +151,17 @@ def _overruled(con: duckdb.DuckDBPyConnection, request_key: bytes, served_key: b
 def withdraw_reports(con: duckdb.DuckDBPyConnection, partition: str, request_id: str, now: datetime) -> int:
     """Take back the reports made on one request's answers (made by mistake, or an audit a
     reviewer overrules). They stay in the table, withdrawn, so the audit does not file them
-    again."""
+    again. Returns how many were withdrawn; raises ValueError where none was in force."""
     withdrawn = con.execute(
         "UPDATE wrong_answer_reports SET withdrawn_at = ? "
         "WHERE partition = ? AND request_id = ? AND withdrawn_at IS NULL RETURNING 1",
         [now, partition, request_id],
     ).fetchall()
+    if not withdrawn:
+        raise ValueError(
+            f"no report in force on request {request_id!r} of {partition}: nothing to withdraw "
+            "(wrong_answer_reports lists what was reported, withdrawn_at what was taken back)"
+        )
     return len(withdrawn)
 
 

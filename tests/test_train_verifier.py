@@ -111,7 +111,9 @@ def test_near_miss_families_add_their_near_misses_without_their_paraphrases(trai
     family.write_text("".join(json.dumps({"text": text, "group": group}) + "\n" for text, group in rows))
     extra = ["--steps", "2", "--near-miss-families", str(family), "--near-miss-repeats", "3"]
     record = _train(training_files, tmp_path / "verifier", *extra)
+    without = _train(training_files, tmp_path / "plain", "--steps", "2")
     assert record["near_miss_pairs"] == 2 and record["near_miss_repeats"] == 3
+    assert record["training_examples"] == without["training_examples"] + 2 * 3
     assert record["near_miss_family_files"] == [str(family)]
 
 

@@ -263,10 +263,24 @@ def _failure_message(result):
     return failures[0].step_failure_data.user_failure_data.description
 
 
-@pytest.mark.slow
-def test_a_report_from_the_ui_is_recorded_and_its_partition_recomputed_by_the_sensor(home):
+def _sensor_tick(instance, cursor):
+    """One evaluation of the sensor as the daemon makes it: the runs since `cursor`."""
+    from orchestration.definitions import defs
     from orchestration.review import recompute_after_report
 
+    context = dg.build_sensor_context(
+        instance=instance, cursor=cursor, repository_def=defs().get_repository_def()
+    )
+    tick = recompute_after_report.evaluate_tick(context)
+    requested = [
+        (request.partition_key, request.run_key, request.tags.get("infercache/report_run"))
+        for request in tick.run_requests
+    ]
+    return requested, tick.cursor
+
+
+@pytest.mark.slow
+def test_a_report_from_the_ui_is_recorded_and_its_partition_recomputed_by_the_sensor(home, capsys):
     day1, day2 = "2026-03-01", "2026-03-02"
     resource, instance = InferCacheResource(home=str(home)), dg.DagsterInstance.ephemeral()
     _land(home, day1, [_cancel("u-1", ORDER)])
@@ -275,35 +289,43 @@ def test_a_report_from_the_ui_is_recorded_and_its_partition_recomputed_by_the_se
     _materialize(resource, day2, instance)
     order = _key(home, "u-1")
     assert _outcomes(home, day2) == {"u-2": ("semantic", order)}
+    _, cursor = _sensor_tick(instance, None)  # the first tick only sets the cursor
 
     # A request that cannot be reported fails the run with the CLI's explanation, and the
     # sensor, which watches successful runs only, requests nothing.
     refused = _launch("report_wrong_answer", instance, home, run_config=_report_config(day2, "nope"))
     assert not refused.success
     assert "no request 'nope' in partition 2026-03-02" in _failure_message(refused)
+    requests, cursor = _sensor_tick(instance, cursor)
+    assert requests == []
 
+    # A report filed with recompute: false (more to follow) recomputes nothing.
+    quiet = _report_config(day2, "u-2", recompute=False)
+    assert _launch("report_wrong_answer", instance, home, run_config=quiet).success
+    requests, cursor = _sensor_tick(instance, cursor)
+    assert requests == []
+
+    # The same report again, recomputed this time: the first report's row takes the note.
     reported = _launch(
         "report_wrong_answer", instance, home, run_config=_report_config(day2, "u-2", note="ui")
     )
     assert reported.success
     notes = _query(home, "SELECT note, reported_by FROM wrong_answer_reports").rows()
     assert notes == [("ui", "reviewer")]
-
-    context = dg.build_run_status_sensor_context(
-        sensor_name="recompute_after_report",
-        dagster_event=reported.get_run_success_event(),
-        dagster_instance=instance,
-        dagster_run=reported.dagster_run,
-    )
-    request = recompute_after_report(context)
-    assert (request.partition_key, request.run_key) == (day2, reported.run_id)
+    requests, cursor = _sensor_tick(instance, cursor)
+    assert requests == [(day2, reported.run_id, reported.run_id)]
+    assert _sensor_tick(instance, cursor)[0] == []  # once per report run
 
     recomputed = _launch("recompute_from_semantic_lookups", instance, home, partition_key=day2)
     assert recomputed.success
     assert _outcomes(home, day2) == {"u-2": ("model", None)}
 
-    # Withdrawing from the UI takes the report back; withdrawing again has nothing to take.
+    # A withdrawal recomputes nothing (the recomputed answer is the model's own), and
+    # withdrawing twice has nothing to take back, from the UI or the CLI.
     withdraw = _report_config(day2, "u-2", withdraw=True)
     assert _launch("report_wrong_answer", instance, home, run_config=withdraw).success
+    assert _sensor_tick(instance, cursor)[0] == []
     again = _launch("report_wrong_answer", instance, home, run_config=withdraw)
     assert "nothing to withdraw" in _failure_message(again)
+    assert main(["report-wrong", "--partition", day2, "--request-id", "u-2", "--withdraw"]) == 2
+    assert "nothing to withdraw" in capsys.readouterr().err
