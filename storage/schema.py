@@ -173,6 +173,32 @@ VIEWS: dict[str, str] = {
         FROM request_outcomes
         GROUP BY ALL
     """,
+    # Device time per partition and namespace: spent on model calls, saved by the cache, and
+    # spent on audits (semantic_audits), which run after cache_report and so are not in its
+    # figures; the net saving is what the cache saved less what checking it cost.
+    "daily_device_seconds": """
+        WITH served AS (
+            SELECT partition, tenant, namespace,
+                   sum(device_seconds) AS model_device_seconds,
+                   sum(device_seconds_saved) AS device_seconds_saved
+            FROM request_outcomes
+            WHERE path <> 'quarantined'
+            GROUP BY ALL
+        ),
+        audited AS (
+            SELECT partition, tenant, namespace,
+                   count(*) AS audited,
+                   sum(device_seconds) AS audit_device_seconds
+            FROM semantic_audits
+            GROUP BY ALL
+        )
+        SELECT partition, tenant, namespace, model_device_seconds, device_seconds_saved,
+               coalesce(audited, 0) AS audited,
+               coalesce(audit_device_seconds, 0) AS audit_device_seconds,
+               device_seconds_saved - coalesce(audit_device_seconds, 0) AS net_device_seconds_saved
+        FROM served
+        LEFT JOIN audited USING (partition, tenant, namespace)
+    """,
     # Per partition, the requests answered by another request (semantic or folded, or
     # recomputed since a report) and those reported wrong (by a reviewer or the audit, not
     # withdrawn): a floor under the wrong-answer rate.

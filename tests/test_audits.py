@@ -128,6 +128,12 @@ def test_the_audit_reports_a_folded_answer_whose_label_the_model_would_not_give(
     assert audits.rows() == [("i-2", True), ("i-3", False)]
     reports = _query(home, "SELECT request_id, note, reported_by FROM wrong_answer_reports").rows()
     assert reports == [("i-3", "audit: the model answers 'shipping', the cache served 'billing'", "audit")]
+    # The audit's device time is counted against what the cache saved.
+    device = _query(home, "SELECT * FROM daily_device_seconds").row(0, named=True)
+    audit_seconds = _query(home, "SELECT sum(device_seconds) FROM semantic_audits").item()
+    assert audit_seconds > 0 and device["audited"] == 2
+    assert device["audit_device_seconds"] == pytest.approx(audit_seconds)
+    assert device["net_device_seconds_saved"] == pytest.approx(device["device_seconds_saved"] - audit_seconds)
 
     # The re-run the report asks for gives i-3 its own call; what the audit found stays counted.
     figures = materialize()
