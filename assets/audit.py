@@ -6,6 +6,7 @@ import polars as pl
 from assets.partitions import PARTITION_FLOW
 from inference.miss_runner import OUTPUT_SCHEMA, answer_misses
 from orchestration.resources import InferCacheResource
+from orchestration.review import recompute_command
 from storage.audits import audit_figures, audit_sample, comparable_answer, compared, record_audits
 from storage.config import ConfigError, Settings
 from storage.exact_store import open_store
@@ -49,8 +50,8 @@ def semantic_audit(context: dg.AssetExecutionContext, infercache: InferCacheReso
     if reported:
         context.log.warning(
             f"the audit found {reported} answer(s) served from another request that the model answers "
-            "differently; they are in wrong_answer_reports: recompute them with `dagster asset "
-            f"materialize -m orchestration.definitions --select 'semantic_lookups*' --partition {partition}`"
+            "differently; they are in wrong_answer_reports: recompute them with "
+            f"`{recompute_command(partition)}`"
         )
     overruled = disagreements.height - reported
     return dg.MaterializeResult(

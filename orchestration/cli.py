@@ -124,15 +124,13 @@ def _calibrate(args: argparse.Namespace) -> int:
 
 
 def _report_wrong(args: argparse.Namespace) -> int:
+    from orchestration.review import recompute_command
     from storage.exact_store import open_store
-    from storage.wrong_answers import report_wrong_answer, withdraw_reports
+    from storage.wrong_answers import report_summary, report_wrong_answer, withdraw_reports
 
     home = _prepare_environment()
     resource = InferCacheResource(home=str(home))
-    rerun = (
-        "dagster asset materialize -m orchestration.definitions --select 'semantic_lookups*' "
-        f"--partition {args.partition}"
-    )
+    rerun = recompute_command(args.partition)
     with open_store(resource.locations.duckdb_path) as con:
         try:
             if args.withdraw:
@@ -152,11 +150,7 @@ def _report_wrong(args: argparse.Namespace) -> int:
         }
         print(json.dumps(shown, indent=2, default=str))
     else:
-        print(
-            f"reported: {report['request_text']!r} was answered ({report['path']}) by "
-            f"{report['served_text']!r}; in {report['tenant']}/{report['namespace']} neither "
-            "answers requests like the other any more"
-        )
+        print(report_summary(report))
         print(f"recompute the partition's answers with: {rerun} (or materialize it in the UI)")
     return 0
 

@@ -21,8 +21,8 @@ from pydantic import Field
 from assets.partitions import STORE_POOL, daily_partitions
 from orchestration.resources import InferCacheResource
 from storage.exact_store import open_store
+from storage.wrong_answers import report_summary, withdraw_reports
 from storage.wrong_answers import report_wrong_answer as record_report
-from storage.wrong_answers import withdraw_reports
 
 REPORT_OP = "record_wrong_answer_report"
 
@@ -53,15 +53,20 @@ def record_wrong_answer_report(
             report = record_report(con, config.partition, config.request_id, config.note, infercache.now())
         except ValueError as error:
             raise dg.Failure(str(error)) from error
-    context.log.info(
-        f"reported: {report['request_text']!r} was answered ({report['path']}) by {report['served_text']!r}; "
-        f"in {report['tenant']}/{report['namespace']} neither answers requests like the other any more"
-    )
+    context.log.info(report_summary(report))
 
 
 @dg.job(description="Report a wrong semantic or folded answer, or withdraw a report; then recompute")
 def report_wrong_answer() -> None:
     record_wrong_answer_report()
+
+
+def recompute_command(partition: str) -> str:
+    """The command line that does what `recompute_from_semantic_lookups` does, outside the UI."""
+    return (
+        "dagster asset materialize -m orchestration.definitions --select 'semantic_lookups*' "
+        f"--partition {partition}"
+    )
 
 
 recompute_from_semantic_lookups = dg.define_asset_job(

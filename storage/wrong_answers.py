@@ -138,6 +138,14 @@ def report_wrong_answer(
     return {name: value for name, value in report.items() if not name.endswith("_vector")}
 
 
+def report_summary(report: dict) -> str:
+    """What a recorded report (as report_wrong_answer returns it) means, in one sentence."""
+    return (
+        f"reported: {report['request_text']!r} was answered ({report['path']}) by {report['served_text']!r}; "
+        f"in {report['tenant']}/{report['namespace']} neither answers requests like the other any more"
+    )
+
+
 def _overruled(con: duckdb.DuckDBPyConnection, request_key: bytes, served_key: bytes) -> bool:
     """A reviewer withdrew a report of this very pairing (on any day)."""
     found = con.execute(
