@@ -4,9 +4,10 @@ The job `report_wrong_answer` (Launchpad config: partition, request_id, an optio
 withdraw, recompute) records or withdraws a report as `infercache report-wrong` does
 (storage/wrong_answers.py), and fails with the same explanation where the request cannot be
 reported or there is nothing to withdraw. Once a report succeeds, the sensor
-`recompute_after_report` re-runs that partition from `semantic_lookups` on, so the report
-takes effect without a second action: the reported request gets its answer recomputed, and
-the partition's report and audit are redone. A recompute calls the model again for all of
+`recompute_after_report` re-runs that partition from `semantic_lookups` on (for a report run
+while no daemon ran, as soon as one runs), so the report takes effect without a second
+action: the reported request gets its answer recomputed, and the partition's report and
+audit are redone. A recompute calls the model again for all of
 the partition's misses, so a reviewer filing several reports on one day sets
 `recompute: false` on all but the last. A withdrawal recomputes nothing: the answer the
 re-run gave is the model's own and stays right; the pairing is simply free again from the
@@ -77,21 +78,58 @@ recompute_from_semantic_lookups = dg.define_asset_job(
 )
 
 
-@dg.run_status_sensor(
-    run_status=dg.DagsterRunStatus.SUCCESS,
-    monitored_jobs=[report_wrong_answer],
-    request_job=recompute_from_semantic_lookups,
+# Successful runs read per tick; more wait for the next tick (the cursor is the last one read).
+RUN_SUCCESSES_PER_TICK = 200
+
+
+@dg.sensor(
+    job=recompute_from_semantic_lookups,
     default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30,
 )
-def recompute_after_report(context: dg.RunStatusSensorContext) -> dg.RunRequest | dg.SkipReason:
-    report_run = context.dagster_run
-    config = WrongAnswerReport(**report_run.run_config["ops"][REPORT_OP]["config"])
-    if config.withdraw or not config.recompute:
-        what = "a withdrawal" if config.withdraw else "recompute: false"
-        return dg.SkipReason(f"run {report_run.run_id} was {what}: nothing to recompute")
-    # One recompute per report run, however often the sensor is evaluated.
-    return dg.RunRequest(
-        run_key=report_run.run_id,
-        partition_key=config.partition,
-        tags={"infercache/report_run": report_run.run_id},
+def recompute_after_report(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    """One recompute per partition with new successful reports since the last tick.
+
+    A plain sensor over the run-status event log, not a run-status sensor: that one starts
+    from its first tick, so a report made while no daemon ran (`dagster job execute`, or a
+    daemon that was down) would never be recomputed. This one reads the event log from the
+    beginning, or from its cursor (the last event's storage id), so every report is caught
+    up on once the daemon runs again. Several reports of one partition read in one tick make
+    one recompute: the last report's run id is its run key and tag.
+    """
+    changes = context.instance.fetch_run_status_changes(
+        dg.RunStatusChangeRecordsFilter(
+            event_type=dg.DagsterEventType.RUN_SUCCESS,
+            after_storage_id=int(context.cursor) if context.cursor else None,
+        ),
+        limit=RUN_SUCCESSES_PER_TICK,
+        ascending=True,
     )
+    if not changes.records:
+        return dg.SensorResult(skip_reason="no run succeeded since the last tick")
+    # The event log's filter by job name is not supported by every run storage (SQLite's
+    # is not), so the successes of all jobs are read and the report runs kept here.
+    report_run_ids = [
+        record.event_log_entry.run_id
+        for record in changes.records
+        if record.event_log_entry.job_name == report_wrong_answer.name
+    ]
+    latest_report_of: dict[str, str] = {}  # partition -> run id, in order of success
+    skipped = []
+    for run_id in report_run_ids:
+        report_run = context.instance.get_run_by_id(run_id)
+        config = WrongAnswerReport(**report_run.run_config["ops"][REPORT_OP]["config"])
+        if config.withdraw or not config.recompute:
+            why = "a withdrawal" if config.withdraw else "recompute: false"
+            skipped.append(f"{report_run.run_id} ({why})")
+            continue
+        latest_report_of.pop(config.partition, None)
+        latest_report_of[config.partition] = report_run.run_id
+    if skipped:
+        context.log.info(f"nothing to recompute for report run(s) {', '.join(skipped)}")
+    # A run key is used once, however often the sensor is evaluated over the same runs.
+    run_requests = [
+        dg.RunRequest(run_key=run_id, partition_key=partition, tags={"infercache/report_run": run_id})
+        for partition, run_id in latest_report_of.items()
+    ]
+    return dg.SensorResult(run_requests=run_requests, cursor=str(changes.records[-1].storage_id))

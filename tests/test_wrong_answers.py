@@ -289,23 +289,23 @@ def test_a_report_from_the_ui_is_recorded_and_its_partition_recomputed_by_the_se
     _materialize(resource, day2, instance)
     order = _key(home, "u-1")
     assert _outcomes(home, day2) == {"u-2": ("semantic", order)}
-    _, cursor = _sensor_tick(instance, None)  # the first tick only sets the cursor
 
-    # A request that cannot be reported fails the run with the CLI's explanation, and the
-    # sensor, which watches successful runs only, requests nothing.
+    # Reports filed while no daemon runs, caught up on at the sensor's first tick. A request
+    # that cannot be reported fails the run with the CLI's explanation, and the sensor
+    # watches successful runs only; a report filed with recompute: false (more to follow)
+    # recomputes nothing.
     refused = _launch("report_wrong_answer", instance, home, run_config=_report_config(day2, "nope"))
     assert not refused.success
     assert "no request 'nope' in partition 2026-03-02" in _failure_message(refused)
-    requests, cursor = _sensor_tick(instance, cursor)
-    assert requests == []
-
-    # A report filed with recompute: false (more to follow) recomputes nothing.
     quiet = _report_config(day2, "u-2", recompute=False)
     assert _launch("report_wrong_answer", instance, home, run_config=quiet).success
-    requests, cursor = _sensor_tick(instance, cursor)
-    assert requests == []
+    first = _launch("report_wrong_answer", instance, home, run_config=_report_config(day2, "u-2", note="a"))
+    assert first.success
+    requests, cursor = _sensor_tick(instance, None)
+    assert requests == [(day2, first.run_id, first.run_id)]
+    assert _sensor_tick(instance, cursor)[0] == []  # once per report run
 
-    # The same report again, recomputed this time: the first report's row takes the note.
+    # The same report again, with the daemon running: the report's one row takes the new note.
     reported = _launch(
         "report_wrong_answer", instance, home, run_config=_report_config(day2, "u-2", note="ui")
     )
@@ -314,7 +314,9 @@ def test_a_report_from_the_ui_is_recorded_and_its_partition_recomputed_by_the_se
     assert notes == [("ui", "reviewer")]
     requests, cursor = _sensor_tick(instance, cursor)
     assert requests == [(day2, reported.run_id, reported.run_id)]
-    assert _sensor_tick(instance, cursor)[0] == []  # once per report run
+    # Read together (a daemon started afresh), two report runs of one partition make one
+    # recompute, keyed by the later one.
+    assert _sensor_tick(instance, None)[0] == [(day2, reported.run_id, reported.run_id)]
 
     recomputed = _launch("recompute_from_semantic_lookups", instance, home, partition_key=day2)
     assert recomputed.success
