@@ -118,6 +118,8 @@ def recompute_after_report(context: dg.SensorEvaluationContext) -> dg.SensorResu
     skipped = []
     for run_id in report_run_ids:
         report_run = context.instance.get_run_by_id(run_id)
+        if report_run is None:  # deleted from the run history since it succeeded
+            continue
         config = WrongAnswerReport(**report_run.run_config["ops"][REPORT_OP]["config"])
         if config.withdraw or not config.recompute:
             why = "a withdrawal" if config.withdraw else "recompute: false"
