@@ -19,7 +19,8 @@ _CALL_COLUMNS = ["request_id", "key", "model", "model_version", "params_json", "
 def semantic_audit(context: dg.AssetExecutionContext, infercache: InferCacheResource):
     """Each namespace's `semantic.audit_rate` of the answers that came from another request
     (semantic, folded), recomputed with the model; a different label is reported as a
-    wrong answer (storage/wrong_answers.py), so a re-run of the partition recomputes it."""
+    wrong answer (storage/wrong_answers.py), and the sensor `recompute_after_audit` re-runs
+    the partition, which recomputes it."""
     partition = context.partition_key
     settings = infercache.settings()
 
@@ -50,8 +51,8 @@ def semantic_audit(context: dg.AssetExecutionContext, infercache: InferCacheReso
     if reported:
         context.log.warning(
             f"the audit found {reported} answer(s) served from another request that the model answers "
-            "differently; they are in wrong_answer_reports: recompute them with "
-            f"`{recompute_command(partition)}`"
+            "differently; they are in wrong_answer_reports, and the sensor recompute_after_audit "
+            f"re-runs the partition (without a daemon: `{recompute_command(partition)}`)"
         )
     overruled = disagreements.height - reported
     return dg.MaterializeResult(

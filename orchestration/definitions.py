@@ -11,7 +11,12 @@ from assets.lookups import exact_lookups, request_embeddings, semantic_lookups
 from assets.partitions import daily_partitions
 from assets.report import cache_report
 from orchestration.resources import infercache_resource
-from orchestration.review import recompute_after_report, recompute_from_semantic_lookups, report_wrong_answer
+from orchestration.review import (
+    recompute_after_audit,
+    recompute_after_report,
+    recompute_from_semantic_lookups,
+    report_wrong_answer,
+)
 
 PARTITION_FLOW_ASSETS = [
     model_requests,
@@ -39,6 +44,6 @@ def defs() -> dg.Definitions:
         assets=PARTITION_FLOW_ASSETS,
         jobs=[daily_partition_job, report_wrong_answer, recompute_from_semantic_lookups],
         schedules=[daily_partition_schedule],
-        sensors=[recompute_after_report],
+        sensors=[recompute_after_report, recompute_after_audit],
         resources={"infercache": infercache_resource()},
     )

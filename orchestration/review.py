@@ -135,3 +135,44 @@ def recompute_after_report(context: dg.SensorEvaluationContext) -> dg.SensorResu
         for partition, run_id in latest_report_of.items()
     ]
     return dg.SensorResult(run_requests=run_requests, cursor=str(changes.records[-1].storage_id))
+
+
+AUDIT_ASSET = dg.AssetKey("semantic_audit")
+AUDIT_RUN_TAG = "infercache/audit_run"
+
+
+@dg.sensor(
+    job=recompute_from_semantic_lookups,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30,
+)
+def recompute_after_audit(context: dg.SensorEvaluationContext) -> dg.SensorResult:
+    """One recompute per partition whose audit reported answers the model gives otherwise.
+
+    The audit (assets/audit.py) files a wrong-answer report for each served answer whose
+    label the model does not give; this re-runs the partition from `semantic_lookups` on, so
+    those requests get their own answers the same day, without a reviewer. The recompute's
+    own audit finds nothing new where the model answers alike each time; where it does find
+    more (a model whose answers vary between calls), it is not recomputed again by itself:
+    one automatic recompute per audit, the rest is a reviewer's call.
+    """
+    changes = context.instance.fetch_materializations(
+        AUDIT_ASSET, limit=RUN_SUCCESSES_PER_TICK, cursor=context.cursor, ascending=True
+    )
+    if not changes.records:
+        return dg.SensorResult(skip_reason="no audit since the last tick")
+    latest_audit_of: dict[str, str] = {}  # partition -> run id, in order of audit
+    for record in changes.records:
+        reported = record.asset_materialization.metadata.get("reported_now")
+        if reported is None or not reported.value or record.partition_key is None:
+            continue
+        audit_run = context.instance.get_run_by_id(record.run_id)
+        if audit_run is None or AUDIT_RUN_TAG in audit_run.tags:
+            continue
+        latest_audit_of.pop(record.partition_key, None)
+        latest_audit_of[record.partition_key] = record.run_id
+    run_requests = [
+        dg.RunRequest(run_key=f"audit:{run_id}", partition_key=partition, tags={AUDIT_RUN_TAG: run_id})
+        for partition, run_id in latest_audit_of.items()
+    ]
+    return dg.SensorResult(run_requests=run_requests, cursor=changes.cursor)

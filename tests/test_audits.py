@@ -94,25 +94,29 @@ def audited(tmp_path):
     # two rewordings are 0.67 from the first request and 0.44 from each other.
     lenient = {"semantic": {"verify": False, "threshold": 0.6, "audit_rate": 1.0}}
     write_namespace_override(tmp_path, "demo-support-intents", lenient)
-    rows = [
-        _intent("i-1", "I was charged twice for my order"),
-        _intent("i-2", "You billed me twice"),  # billing too: agrees
-        _intent("i-3", "I was charged for my order but it never shipped"),  # shipping: disagrees
-    ]
-    _land(tmp_path, DAY, rows)
+    _land(tmp_path, DAY, _audited_rows())
     instance = dg.DagsterInstance.ephemeral()
 
-    def materialize(assets=PARTITION_FLOW_ASSETS, config_dir=None):
+    def materialize(assets=PARTITION_FLOW_ASSETS, config_dir=None, partition=DAY, tags=None):
         resource = InferCacheResource(home=str(tmp_path), config_dir=config_dir)
         result = dg.materialize(
-            assets, partition_key=DAY, instance=instance, resources={"infercache": resource}
+            assets, partition_key=partition, instance=instance, resources={"infercache": resource}, tags=tags
         )
         events = [
             e for e in result.get_asset_materialization_events() if e.asset_key.path == ["semantic_audit"]
         ]
         return {key: value.value for key, value in events[0].materialization.metadata.items()}
 
+    materialize.instance = instance  # for the sensor's tests
     return tmp_path, materialize
+
+
+def _audited_rows(tenant="acme"):
+    return [
+        _intent("i-1", "I was charged twice for my order", tenant),
+        _intent("i-2", "You billed me twice", tenant),  # billing too: agrees
+        _intent("i-3", "I was charged for my order but it never shipped", tenant),  # shipping: disagrees
+    ]
 
 
 def _figures(figures, *names):
@@ -181,3 +185,49 @@ def test_answers_of_a_model_version_no_longer_registered_are_recorded_not_recomp
     assert _figures(figures, "audited", "comparable", "not_recomputed") == (2, 1, 1)  # i-3's row is kept
     errors = _query(home, "SELECT request_id, error FROM semantic_audits ORDER BY request_id").rows()
     assert errors[0][0] == "i-2" and "is not the registry's (2026.02): not recomputed" in errors[0][1]
+
+
+@pytest.mark.slow
+def test_a_partition_whose_audit_reported_answers_is_recomputed_once_by_the_sensor(audited):
+    from orchestration.definitions import defs
+    from orchestration.review import AUDIT_RUN_TAG, recompute_after_audit
+
+    home, materialize = audited
+    instance = materialize.instance
+
+    def tick(cursor):
+        context = dg.build_sensor_context(
+            instance=instance, cursor=cursor, repository_def=defs().get_repository_def()
+        )
+        result = recompute_after_audit.evaluate_tick(context)
+        requested = [(r.partition_key, r.run_key, r.tags[AUDIT_RUN_TAG]) for r in result.run_requests]
+        return requested, result.cursor
+
+    def last_run_id():
+        return instance.get_run_records(limit=1)[0].dagster_run.run_id
+
+    # The daily run's audit reports i-3: its partition is recomputed, once.
+    assert materialize()["reported_now"] == 1
+    audit_run = last_run_id()
+    requests, cursor = tick(None)
+    assert requests == [(DAY, f"audit:{audit_run}", audit_run)]
+    assert tick(cursor)[0] == []
+
+    # The recompute (tagged as the sensor tags it) answers i-3 itself; its audit reports nothing,
+    # and asks for nothing.
+    assert materialize(tags={AUDIT_RUN_TAG: audit_run})["reported_now"] == 0
+    outcomes = "SELECT request_id, path FROM request_outcomes WHERE partition = ? ORDER BY 1"
+    paths = _query(home, outcomes, [DAY])
+    assert paths.rows() == [("i-1", "model"), ("i-2", "folded"), ("i-3", "model")]
+    requests, cursor = tick(cursor)
+    assert requests == []
+    # Nor does a later ordinary run whose audit reports nothing.
+    assert materialize()["reported_now"] == 0
+    requests, cursor = tick(cursor)
+    assert requests == []
+
+    # A recompute's audit that reports more is left to a reviewer: no second automatic run.
+    again = "2026-03-03"
+    _land(home, again, _audited_rows(tenant="globex"))  # another tenant: nothing cached yet
+    assert materialize(partition=again, tags={AUDIT_RUN_TAG: "an earlier audit run"})["reported_now"] == 1
+    assert tick(cursor)[0] == []
