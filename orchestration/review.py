@@ -16,8 +16,10 @@ next run on.
 
 # No `from __future__ import annotations`: Dagster reads the op's config and resource types
 # from its annotations at definition time.
+import json
+
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from assets.partitions import STORE_POOL, daily_partitions
 from orchestration.resources import InferCacheResource
@@ -78,8 +80,65 @@ recompute_from_semantic_lookups = dg.define_asset_job(
 )
 
 
-# Successful runs read per tick; more wait for the next tick (the cursor is the last one read).
-RUN_SUCCESSES_PER_TICK = 200
+# Events read at once, and reads per tick: a long history is caught up on 2,000 a tick.
+EVENTS_PER_READ = 200
+READS_PER_TICK = 10
+LOOKUP_ASSET = dg.AssetKey("semantic_lookups")
+AUDIT_ASSET = dg.AssetKey("semantic_audit")
+REPORT_RUN_TAG = "infercache/report_run"
+AUDIT_RUN_TAG = "infercache/audit_run"
+
+
+def _last_storage_id(cursor: str | None) -> int | None:
+    """The last event a sensor read: its cursor, or the record id in the JSON cursor of the
+    run-status sensor that `recompute_after_report` replaced under the same name (the
+    daemon keeps a sensor's cursor, and its run keys, by name)."""
+    if not cursor:
+        return None
+    try:
+        return int(cursor)
+    except ValueError:
+        return int(json.loads(cursor)["record_id"])
+
+
+def _events_since(fetch, records_filter, after_storage_id: int | None) -> list:
+    """The events after `after_storage_id`, oldest first, in reads of EVENTS_PER_READ."""
+    records = []
+    for _ in range(READS_PER_TICK):
+        read = fetch(records_filter(after_storage_id), limit=EVENTS_PER_READ, ascending=True)
+        records.extend(read.records)
+        if not read.has_more or not read.records:
+            break
+        after_storage_id = read.records[-1].storage_id
+    return records
+
+
+def _recomputed_since(instance: dg.DagsterInstance, partition: str, storage_id: int) -> bool:
+    """Whether the partition's semantic look-up was materialized after that event: a recompute
+    (by hand, or by an earlier tick) already took in what the event asked for."""
+    latest = instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=LOOKUP_ASSET, asset_partitions=[partition]), limit=1
+    ).records
+    return bool(latest) and latest[0].storage_id > storage_id
+
+
+def _recompute_requests(
+    context: dg.SensorEvaluationContext,
+    latest_event_of: dict[str, tuple[str, int]],
+    key_prefix: str,
+    tag: str,
+) -> list[dg.RunRequest]:
+    """One recompute per partition, keyed by its latest event's run, unless done since."""
+    requests = []
+    for partition, (run_id, storage_id) in latest_event_of.items():
+        if _recomputed_since(context.instance, partition, storage_id):
+            context.log.info(f"{partition} was recomputed after run {run_id}: nothing to do")
+            continue
+        # A run key is launched once by the daemon, however often the same runs are read.
+        requests.append(
+            dg.RunRequest(run_key=key_prefix + run_id, partition_key=partition, tags={tag: run_id})
+        )
+    return requests
 
 
 @dg.sensor(
@@ -91,54 +150,47 @@ def recompute_after_report(context: dg.SensorEvaluationContext) -> dg.SensorResu
     """One recompute per partition with new successful reports since the last tick.
 
     A plain sensor over the run-status event log, not a run-status sensor: that one starts
-    from its first tick, so a report made while no daemon ran (`dagster job execute`, or a
-    daemon that was down) would never be recomputed. This one reads the event log from the
-    beginning, or from its cursor (the last event's storage id), so every report is caught
-    up on once the daemon runs again. Several reports of one partition read in one tick make
-    one recompute: the last report's run id is its run key and tag.
+    from its first tick, so a report made while no daemon ran (`dagster job execute` on the
+    same DAGSTER_HOME, or a daemon that was down) would never be recomputed. This one reads
+    the event log from the beginning, or from its cursor (the last event's storage id), so
+    every report is caught up on once the daemon runs again; a partition recomputed since
+    its report is left alone. Several reports of one partition read in one tick make one
+    recompute: the last report's run id is its run key and tag.
     """
-    changes = context.instance.fetch_run_status_changes(
-        dg.RunStatusChangeRecordsFilter(
-            event_type=dg.DagsterEventType.RUN_SUCCESS,
-            after_storage_id=int(context.cursor) if context.cursor else None,
+    records = _events_since(
+        context.instance.fetch_run_status_changes,
+        lambda after: dg.RunStatusChangeRecordsFilter(
+            event_type=dg.DagsterEventType.RUN_SUCCESS, after_storage_id=after
         ),
-        limit=RUN_SUCCESSES_PER_TICK,
-        ascending=True,
+        _last_storage_id(context.cursor),
     )
-    if not changes.records:
+    if not records:
         return dg.SensorResult(skip_reason="no run succeeded since the last tick")
-    # The event log's filter by job name is not supported by every run storage (SQLite's
-    # is not), so the successes of all jobs are read and the report runs kept here.
-    report_run_ids = [
-        record.event_log_entry.run_id
-        for record in changes.records
-        if record.event_log_entry.job_name == report_wrong_answer.name
-    ]
-    latest_report_of: dict[str, str] = {}  # partition -> run id, in order of success
-    skipped = []
-    for run_id in report_run_ids:
-        report_run = context.instance.get_run_by_id(run_id)
+    latest_report_of: dict[str, tuple[str, int]] = {}  # partition -> (run id, event), in order
+    # The event log's SQL storages drop a filter by job name: the successes of all jobs are
+    # read, and the report runs kept here.
+    for record in records:
+        if record.event_log_entry.job_name != report_wrong_answer.name:
+            continue
+        report_run = context.instance.get_run_by_id(record.run_id)
         if report_run is None:  # deleted from the run history since it succeeded
             continue
-        config = WrongAnswerReport(**report_run.run_config["ops"][REPORT_OP]["config"])
+        try:
+            config = WrongAnswerReport(**report_run.run_config["ops"][REPORT_OP]["config"])
+        except (KeyError, TypeError, ValidationError) as error:
+            # One unreadable run must not stop the sensor at the same place every tick.
+            context.log.warning(f"report run {record.run_id} passed over, its config unreadable: {error}")
+            continue
         if config.withdraw or not config.recompute:
             why = "a withdrawal" if config.withdraw else "recompute: false"
-            skipped.append(f"{report_run.run_id} ({why})")
+            context.log.info(f"report run {record.run_id} was {why}: nothing to recompute")
             continue
         latest_report_of.pop(config.partition, None)
-        latest_report_of[config.partition] = report_run.run_id
-    if skipped:
-        context.log.info(f"nothing to recompute for report run(s) {', '.join(skipped)}")
-    # A run key is used once, however often the sensor is evaluated over the same runs.
-    run_requests = [
-        dg.RunRequest(run_key=run_id, partition_key=partition, tags={"infercache/report_run": run_id})
-        for partition, run_id in latest_report_of.items()
-    ]
-    return dg.SensorResult(run_requests=run_requests, cursor=str(changes.records[-1].storage_id))
-
-
-AUDIT_ASSET = dg.AssetKey("semantic_audit")
-AUDIT_RUN_TAG = "infercache/audit_run"
+        latest_report_of[config.partition] = (record.run_id, record.storage_id)
+    return dg.SensorResult(
+        run_requests=_recompute_requests(context, latest_report_of, "", REPORT_RUN_TAG),
+        cursor=str(records[-1].storage_id),
+    )
 
 
 @dg.sensor(
@@ -151,18 +203,21 @@ def recompute_after_audit(context: dg.SensorEvaluationContext) -> dg.SensorResul
 
     The audit (assets/audit.py) files a wrong-answer report for each served answer whose
     label the model does not give; this re-runs the partition from `semantic_lookups` on, so
-    those requests get their own answers the same day, without a reviewer. The recompute's
-    own audit finds nothing new where the model answers alike each time; where it does find
-    more (a model whose answers vary between calls), it is not recomputed again by itself:
-    one automatic recompute per audit, the rest is a reviewer's call.
+    those requests get their own answers the same day, without a reviewer. A partition
+    recomputed since its audit is left alone. The recompute audits again; what its audit
+    reports (a request that another cached neighbour now answers, just as wrongly, or a
+    model whose answers vary between calls) is not recomputed by itself: one automatic
+    recompute per audit, the rest is a reviewer's call.
     """
-    changes = context.instance.fetch_materializations(
-        AUDIT_ASSET, limit=RUN_SUCCESSES_PER_TICK, cursor=context.cursor, ascending=True
+    records = _events_since(
+        context.instance.fetch_materializations,
+        lambda after: dg.AssetRecordsFilter(asset_key=AUDIT_ASSET, after_storage_id=after),
+        _last_storage_id(context.cursor),
     )
-    if not changes.records:
+    if not records:
         return dg.SensorResult(skip_reason="no audit since the last tick")
-    latest_audit_of: dict[str, str] = {}  # partition -> run id, in order of audit
-    for record in changes.records:
+    latest_audit_of: dict[str, tuple[str, int]] = {}  # partition -> (run id, event), in order
+    for record in records:
         reported = record.asset_materialization.metadata.get("reported_now")
         if reported is None or not reported.value or record.partition_key is None:
             continue
@@ -170,9 +225,8 @@ def recompute_after_audit(context: dg.SensorEvaluationContext) -> dg.SensorResul
         if audit_run is None or AUDIT_RUN_TAG in audit_run.tags:
             continue
         latest_audit_of.pop(record.partition_key, None)
-        latest_audit_of[record.partition_key] = record.run_id
-    run_requests = [
-        dg.RunRequest(run_key=f"audit:{run_id}", partition_key=partition, tags={AUDIT_RUN_TAG: run_id})
-        for partition, run_id in latest_audit_of.items()
-    ]
-    return dg.SensorResult(run_requests=run_requests, cursor=changes.cursor)
+        latest_audit_of[record.partition_key] = (record.run_id, record.storage_id)
+    return dg.SensorResult(
+        run_requests=_recompute_requests(context, latest_audit_of, "audit:", AUDIT_RUN_TAG),
+        cursor=str(records[-1].storage_id),
+    )

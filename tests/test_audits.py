@@ -226,6 +226,14 @@ def test_a_partition_whose_audit_reported_answers_is_recomputed_once_by_the_sens
     requests, cursor = tick(cursor)
     assert requests == []
 
+    # A partition recomputed by hand after its audit reported is left alone.
+    by_hand = "2026-03-04"
+    _land(home, by_hand, _audited_rows(tenant="initech"))  # another tenant: nothing cached yet
+    assert materialize(partition=by_hand)["reported_now"] == 1
+    assert materialize(partition=by_hand)["reported_now"] == 0
+    requests, cursor = tick(cursor)
+    assert requests == []
+
     # A recompute's audit that reports more is left to a reviewer: no second automatic run.
     again = "2026-03-03"
     _land(home, again, _audited_rows(tenant="globex"))  # another tenant: nothing cached yet

@@ -281,6 +281,9 @@ def _sensor_tick(instance, cursor):
 
 @pytest.mark.slow
 def test_a_report_from_the_ui_is_recorded_and_its_partition_recomputed_by_the_sensor(home, capsys):
+    # Dagster's own cursor class, to write the cursor an existing install holds exactly.
+    from dagster._core.definitions.run_status_sensor_definition import RunStatusSensorCursor
+
     day1, day2 = "2026-03-01", "2026-03-02"
     resource, instance = InferCacheResource(home=str(home)), dg.DagsterInstance.ephemeral()
     _land(home, day1, [_cancel("u-1", ORDER)])
@@ -312,15 +315,23 @@ def test_a_report_from_the_ui_is_recorded_and_its_partition_recomputed_by_the_se
     assert reported.success
     notes = _query(home, "SELECT note, reported_by FROM wrong_answer_reports").rows()
     assert notes == [("ui", "reviewer")]
+    # The cursor of the run-status sensor this one replaced (JSON, kept by the daemon under
+    # the sensor's name) is read as the event it stood at.
+    legacy = RunStatusSensorCursor(record_id=int(cursor)).to_json()
+    assert _sensor_tick(instance, legacy) == _sensor_tick(instance, cursor)
     requests, cursor = _sensor_tick(instance, cursor)
     assert requests == [(day2, reported.run_id, reported.run_id)]
     # Read together (a daemon started afresh), two report runs of one partition make one
-    # recompute, keyed by the later one.
-    assert _sensor_tick(instance, None)[0] == [(day2, reported.run_id, reported.run_id)]
+    # recompute, keyed by the later one; a tick reads the log in several reads.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("orchestration.review.EVENTS_PER_READ", 2)
+        assert _sensor_tick(instance, None)[0] == [(day2, reported.run_id, reported.run_id)]
 
     recomputed = _launch("recompute_from_semantic_lookups", instance, home, partition_key=day2)
     assert recomputed.success
     assert _outcomes(home, day2) == {"u-2": ("model", None)}
+    # A daemon started afresh now finds the partition recomputed since its reports.
+    assert _sensor_tick(instance, None)[0] == []
 
     # A withdrawal recomputes nothing (the recomputed answer is the model's own), and
     # withdrawing twice has nothing to take back, from the UI or the CLI.
