@@ -1,13 +1,14 @@
 """A partition's audit: answers served from another request, recomputed and compared."""
 
 import dagster as dg
+import numpy as np
 import polars as pl
 
 from assets.partitions import PARTITION_FLOW
 from inference.miss_runner import OUTPUT_SCHEMA, answer_misses
 from orchestration.resources import InferCacheResource
 from orchestration.review import recompute_command
-from storage.audits import audit_figures, audit_sample, comparable_answer, compared, record_audits
+from storage.audits import audit_figures, audit_sample, compared, disagreement_note, record_audits
 from storage.config import ConfigError, Settings
 from storage.exact_store import open_store
 from storage.wrong_answers import report_wrong_answer
@@ -18,9 +19,10 @@ _CALL_COLUMNS = ["request_id", "key", "model", "model_version", "params_json", "
 @dg.asset(deps=["cache_report"], kinds={"torch", "duckdb"}, **PARTITION_FLOW)
 def semantic_audit(context: dg.AssetExecutionContext, infercache: InferCacheResource):
     """Each namespace's `semantic.audit_rate` of the answers that came from another request
-    (semantic, folded), recomputed with the model; a different label is reported as a
-    wrong answer (storage/wrong_answers.py), and the sensor `recompute_after_audit` re-runs
-    the partition, which recomputes it."""
+    (semantic, folded), recomputed with the model; a different label (or, where the namespace
+    sets `semantic.audit_min_text_similarity`, a generated text less alike than that) is
+    reported as a wrong answer (storage/wrong_answers.py), and the sensor
+    `recompute_after_audit` re-runs the partition, which recomputes it."""
     partition = context.partition_key
     settings = infercache.settings()
 
@@ -34,15 +36,22 @@ def semantic_audit(context: dg.AssetExecutionContext, infercache: InferCacheReso
             raise dg.Failure(str(error)) from error
     current, stale = _by_registry_version(sample, settings)
     recomputed = pl.concat([answer_misses(current.select(_CALL_COLUMNS), infercache.backend), stale])
-    audits = compared(sample, recomputed)
+
+    def text_similarity(tenant: str, namespace: str, served: list[str], fresh: list[str]) -> np.ndarray:
+        embed = infercache.embedder(settings.namespace(namespace, tenant).semantic.embedding_model)
+        return (embed(served) * embed(fresh)).sum(axis=1)  # unit vectors: the cosine
+
+    def min_text_similarity(tenant: str, namespace: str) -> float | None:
+        return settings.namespace(namespace, tenant).semantic.audit_min_text_similarity
+
+    audits = compared(sample, recomputed, text_similarity, min_text_similarity)
     disagreements = audits.filter(pl.col("agreed").not_())
     reported, now = 0, infercache.now()
     with open_store(infercache.locations.duckdb_path) as con:
-        for request_id, served, fresh in disagreements.select(
-            "request_id", "served_answer_json", "audit_answer_json"
+        for request_id, served, fresh, similarity in disagreements.select(
+            "request_id", "served_answer_json", "audit_answer_json", "answer_similarity"
         ).iter_rows():
-            fresh_label, served_label = comparable_answer(fresh), comparable_answer(served)
-            note = f"audit: the model answers {fresh_label!r}, the cache served {served_label!r}"
+            note = disagreement_note(served, fresh, similarity)
             reported += (
                 report_wrong_answer(con, partition, request_id, note, now, reported_by="audit") is not None
             )

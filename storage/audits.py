@@ -9,9 +9,11 @@ other texts. An audit that found a different answer is kept when the partition i
 re-run (the re-run recomputes that answer, so the request is no longer audited): a
 fixed partition still counts what its audit found.
 
-Only answers that say one thing can be compared: a label. Generated text differs
-between two wordings of one question even when both answers are right, so such
-answers are recorded as not comparable rather than guessed at.
+Answers that say one thing are compared exactly: a label. Generated text differs
+between two wordings of one question even when both answers are right, so the audit
+records how alike the two texts are (the cosine of their vectors under the namespace's
+embedding model) and counts them as different only below the namespace's
+`semantic.audit_min_text_similarity`, where one is set; otherwise it stays not compared.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import duckdb
 import polars as pl
@@ -113,10 +115,32 @@ def comparable_answer(answer_json: str | None) -> str | None:
     return None if label is None else str(label)
 
 
-def compared(sample: pl.DataFrame, recomputed: pl.DataFrame) -> pl.DataFrame:
+def generated_text(answer_json: str | None) -> str | None:
+    """The text of an answer that has no label (a causal LM's), where it has one."""
+    if answer_json is None:
+        return None
+    answer = json.loads(answer_json)
+    if not isinstance(answer, dict) or answer.get("label") is not None:
+        return None
+    text = answer.get("text")
+    return text if isinstance(text, str) else None
+
+
+# (tenant, namespace, served texts, recomputed texts) -> the cosine of each pair of texts
+TextSimilarity = Callable[[str, str, list[str], list[str]], Sequence[float]]
+
+
+def compared(
+    sample: pl.DataFrame,
+    recomputed: pl.DataFrame,
+    text_similarity: TextSimilarity | None = None,
+    min_text_similarity: Callable[[str, str], float | None] = lambda tenant, namespace: None,
+) -> pl.DataFrame:
     """One audit row per sampled request: sample as audit_sample gives it, recomputed as
     inference.miss_runner.answer_misses gives it (request_id, answer_json, error,
-    device_seconds). `agreed` is null where the answers cannot be compared or the call failed."""
+    device_seconds). Labels are compared as they are; generated texts by
+    `text_similarity`, against `min_text_similarity(tenant, namespace)` where that is not
+    None. `agreed` is null where the answers are not compared or the call failed."""
     joined = sample.join(
         recomputed.select(
             "request_id", pl.col("answer_json").alias("audit_answer_json"), "error", "device_seconds"
@@ -124,11 +148,22 @@ def compared(sample: pl.DataFrame, recomputed: pl.DataFrame) -> pl.DataFrame:
         on="request_id",
         how="left",
     )
+    similarity = _text_similarities(joined, text_similarity)
     agreed = []
-    for served, fresh in joined.select("served_answer_json", "audit_answer_json").iter_rows():
+    for (tenant, namespace, served, fresh), text_similar in zip(
+        joined.select("tenant", "namespace", "served_answer_json", "audit_answer_json").iter_rows(),
+        similarity,
+        strict=True,
+    ):
         served_label, fresh_label = comparable_answer(served), comparable_answer(fresh)
-        agreed.append(None if served_label is None or fresh_label is None else served_label == fresh_label)
-    return joined.select(
+        minimum = None if text_similar is None else min_text_similarity(tenant, namespace)
+        if served_label is not None and fresh_label is not None:
+            agreed.append(served_label == fresh_label)
+        elif minimum is not None:
+            agreed.append(text_similar >= minimum)
+        else:
+            agreed.append(None)
+    return joined.with_columns(pl.Series("answer_similarity", similarity, dtype=pl.Float64)).select(
         "request_id",
         "tenant",
         "namespace",
@@ -139,6 +174,40 @@ def compared(sample: pl.DataFrame, recomputed: pl.DataFrame) -> pl.DataFrame:
         pl.Series("agreed", agreed, dtype=pl.Boolean),
         "error",
         pl.col("device_seconds").fill_null(0.0),
+        "answer_similarity",
+    )
+
+
+def _text_similarities(joined: pl.DataFrame, text_similarity: TextSimilarity | None) -> list[float | None]:
+    """Per row, the similarity of the served and the recomputed text; None where either is
+    not generated text. One call per namespace (each may have its own embedding model).
+    Semantic reuse is off for text its embedding model does not cover, so what is audited
+    is covered."""
+    similarity: list[float | None] = [None] * joined.height
+    if text_similarity is None:
+        return similarity
+    rows_of: dict[tuple[str, str], list[tuple[int, str, str]]] = {}
+    for i, (tenant, namespace, served, fresh) in enumerate(
+        joined.select("tenant", "namespace", "served_answer_json", "audit_answer_json").iter_rows()
+    ):
+        served_text, fresh_text = generated_text(served), generated_text(fresh)
+        if served_text is not None and fresh_text is not None:
+            rows_of.setdefault((tenant, namespace), []).append((i, served_text, fresh_text))
+    for (tenant, namespace), rows in rows_of.items():
+        values = text_similarity(tenant, namespace, [r[1] for r in rows], [r[2] for r in rows])
+        for (i, _, _), value in zip(rows, values, strict=True):
+            similarity[i] = float(value)
+    return similarity
+
+
+def disagreement_note(served_answer_json: str, audit_answer_json: str, similarity: float | None) -> str:
+    """Why the audit reports a served answer, in the report's note."""
+    fresh_label, served_label = comparable_answer(audit_answer_json), comparable_answer(served_answer_json)
+    if fresh_label is not None and served_label is not None:
+        return f"audit: the model answers {fresh_label!r}, the cache served {served_label!r}"
+    return (
+        f"audit: the recomputed text is {similarity:.2f} similar to the served one, below the "
+        "namespace's semantic.audit_min_text_similarity"
     )
 
 
@@ -153,4 +222,6 @@ def audit_figures(audits: pl.DataFrame) -> dict:
         "disagreed": disagreed,
         "agreement_rate": (comparable.height - disagreed) / comparable.height if comparable.height else None,
         "audit_device_seconds": float(audits["device_seconds"].sum()) if audits.height else 0.0,
+        # Generated text: how alike the served and the recomputed texts were (null: none).
+        "median_answer_similarity": audits["answer_similarity"].median() if audits.height else None,
     }

@@ -73,6 +73,9 @@ class SemanticSettings:
     # Share of the answers that came from another request (semantic, folded) that the
     # partition's audit recomputes with the model to compare (storage/audits.py).
     audit_rate: float = 0.0
+    # Generated text has no label to compare: the audit records the similarity of the two
+    # texts, and below this (where set) counts the served answer as a different one.
+    audit_min_text_similarity: float | None = None
 
 
 @dataclass(frozen=True)
@@ -258,6 +261,13 @@ def _namespace_settings(name: str, values: dict[str, Any]) -> NamespaceSettings:
             f"namespace {name!r}: semantic.audit_rate {audit_rate} is not in [0, 1] "
             "(the share of answers from another request to recompute and compare)"
         )
+    audit_min_text_similarity = semantic.get("audit_min_text_similarity")
+    if audit_min_text_similarity is not None and not 0.0 <= float(audit_min_text_similarity) <= 1.0:
+        raise ConfigError(
+            f"namespace {name!r}: semantic.audit_min_text_similarity {audit_min_text_similarity} is not "
+            "in [0, 1] (the cosine between the served and the recomputed text below which they differ; "
+            "null to record the similarity only)"
+        )
     eviction = values.get("eviction", "lru")
     if eviction not in EVICTION_POLICIES:
         raise ConfigError(
@@ -276,6 +286,9 @@ def _namespace_settings(name: str, values: dict[str, Any]) -> NamespaceSettings:
             verify=bool(semantic.get("verify", True)),
             verify_threshold=verify_threshold,
             audit_rate=audit_rate,
+            audit_min_text_similarity=(
+                None if audit_min_text_similarity is None else float(audit_min_text_similarity)
+            ),
         ),
         labels=tuple(values.get("labels") or ()),
         max_entries=capacity.get("max_entries"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import duckdb
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 TABLES: dict[str, str] = {
     "cache_entries": """
@@ -143,7 +143,8 @@ TABLES: dict[str, str] = {
         audit_answer_json VARCHAR,
         agreed BOOLEAN,
         error VARCHAR,
-        device_seconds DOUBLE NOT NULL
+        device_seconds DOUBLE NOT NULL,
+        answer_similarity DOUBLE
     """,
 }
 

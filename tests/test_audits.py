@@ -8,7 +8,7 @@ import pytest
 
 from orchestration.definitions import PARTITION_FLOW_ASSETS
 from orchestration.resources import InferCacheResource
-from storage.audits import audit_figures, audited_share, comparable_answer, compared
+from storage.audits import audit_figures, audited_share, comparable_answer, compared, disagreement_note
 from tests.test_pipeline import _intent, _land, _query
 
 
@@ -22,11 +22,15 @@ def test_the_audited_share_is_fixed_per_day_and_key_and_spread_over_zero_to_one(
     assert next_day != [share < 0.5 for share in shares]  # another day, other texts
 
 
-def test_an_audit_rate_outside_zero_to_one_is_refused(tmp_path):
+def test_an_audit_rate_or_text_similarity_outside_zero_to_one_is_refused(tmp_path):
     from storage.config import ConfigError, load_settings, write_namespace_override
 
     write_namespace_override(tmp_path, "faq", {"semantic": {"audit_rate": 1.5}})
     with pytest.raises(ConfigError, match="semantic.audit_rate 1.5 is not in"):
+        load_settings(home=tmp_path).namespace("faq")
+    too_alike = {"audit_rate": 0.5, "audit_min_text_similarity": 2}
+    write_namespace_override(tmp_path, "faq", {"semantic": too_alike})
+    with pytest.raises(ConfigError, match="semantic.audit_min_text_similarity 2 is not in"):
         load_settings(home=tmp_path).namespace("faq")
 
 
@@ -80,6 +84,39 @@ def test_a_different_label_disagrees_and_text_or_a_failed_call_is_not_compared()
     assert figures["not_recomputed"] == 1
     assert figures["agreement_rate"] == 0.5
     assert figures["audit_device_seconds"] == pytest.approx(0.6)
+    assert audits["answer_similarity"].to_list() == [None] * 4  # no text similarity given
+
+
+SERVED = "To cancel your order, open Orders, pick the order and choose Cancel order."
+REWORDED = "Go to Orders, select the order you want to cancel, then click Cancel order."
+OTHER_ANSWER = "To cancel your subscription, open Settings, then Billing, and choose Cancel subscription."
+
+
+def test_generated_texts_are_compared_by_similarity_where_the_namespace_sets_a_minimum(minilm):
+    def text_similarity(tenant, namespace, served, fresh):
+        assert (tenant, namespace) == ("acme", "intents")
+        return (minilm(served) * minilm(fresh)).sum(axis=1)
+
+    sample = _sample(("reworded", {"text": SERVED}), ("other", {"text": SERVED}), ("label", {"label": "a"}))
+    recomputed = pl.DataFrame(
+        {
+            "request_id": ["reworded", "other", "label"],
+            "answer_json": [json.dumps({"text": t}) for t in (REWORDED, OTHER_ANSWER)] + ['{"label": "b"}'],
+            "error": [None, None, None],
+            "device_seconds": [0.1, 0.1, 0.1],
+        }
+    )
+    # MiniLM puts the reworded answer closer to the served one than the other question's.
+    recorded = compared(sample, recomputed, text_similarity)
+    reworded, other, label = recorded["answer_similarity"].to_list()
+    assert reworded > 0.9 and other < 0.8 and label is None
+    assert recorded["agreed"].to_list() == [None, None, False]  # no minimum: text is recorded only
+
+    judged = compared(sample, recomputed, text_similarity, lambda tenant, namespace: 0.85)
+    assert judged["agreed"].to_list() == [True, False, False]
+    assert audit_figures(judged)["median_answer_similarity"] == pytest.approx((reworded + other) / 2)
+    note = disagreement_note(json.dumps({"text": SERVED}), json.dumps({"text": OTHER_ANSWER}), other)
+    assert note.startswith(f"audit: the recomputed text is {other:.2f} similar to the served one")
 
 
 DAY = "2026-03-01"
@@ -239,3 +276,36 @@ def test_a_partition_whose_audit_reported_answers_is_recomputed_once_by_the_sens
     _land(home, again, _audited_rows(tenant="globex"))  # another tenant: nothing cached yet
     assert materialize(partition=again, tags={AUDIT_RUN_TAG: "an earlier audit run"})["reported_now"] == 1
     assert tick(cursor)[0] == []
+
+
+@pytest.mark.slow
+def test_the_audit_compares_generated_text_and_reports_what_is_less_alike_than_the_minimum(tmp_path):
+    from storage.config import write_namespace_override
+    from tests.test_pipeline import _faq
+
+    # A lenient namespace folds a reworded question into the first one's call; given 12 tokens
+    # the tiny model writes each prompt its own text, so the two texts are not alike at 0.999.
+    lenient = {"verify": False, "threshold": 0.6, "audit_rate": 1.0, "audit_min_text_similarity": 0.999}
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": lenient})
+    params = {"temperature": 0, "max_new_tokens": 12}
+    questions = [
+        _faq("f-1", "How do I cancel my order?", params=params),
+        _faq("f-2", "How can I cancel my order?", params=params),
+    ]
+    _land(tmp_path, DAY, questions)
+    resource = InferCacheResource(home=str(tmp_path))
+    result = dg.materialize(
+        PARTITION_FLOW_ASSETS,
+        partition_key=DAY,
+        instance=dg.DagsterInstance.ephemeral(),
+        resources={"infercache": resource},
+    )
+    events = result.get_asset_materialization_events()
+    (event,) = [e for e in events if e.asset_key.path == ["semantic_audit"]]
+    figures = {key: value.value for key, value in event.materialization.metadata.items()}
+    assert _figures(figures, "audited", "comparable", "disagreed", "reported_now") == (1, 1, 1, 1)
+    row = _query(tmp_path, "SELECT request_id, agreed, answer_similarity FROM semantic_audits").row(0)
+    assert row[0] == "f-2" and row[1] is False and row[2] < 0.999
+    assert figures["median_answer_similarity"] == pytest.approx(row[2])
+    (note,) = _query(tmp_path, "SELECT note FROM wrong_answer_reports").row(0)
+    assert note.startswith(f"audit: the recomputed text is {row[2]:.2f} similar to the served one")
