@@ -122,23 +122,29 @@ def _recomputed_since(instance: dg.DagsterInstance, partition: str, storage_id: 
     return bool(latest) and latest[0].storage_id > storage_id
 
 
-def _recompute_requests(
+def _recomputes(
     context: dg.SensorEvaluationContext,
-    latest_event_of: dict[str, tuple[str, int]],
+    asked: list[tuple[str, str, int]],
+    last_read: int,
     key_prefix: str,
     tag: str,
-) -> list[dg.RunRequest]:
-    """One recompute per partition, keyed by its latest event's run, unless done since."""
+) -> dg.SensorResult:
+    """One recompute per partition in `asked` ((partition, run id, event storage id), oldest
+    first), keyed by the partition's latest run there, unless it was recomputed since; the
+    cursor moves to `last_read`."""
+    latest_of: dict[str, tuple[str, int]] = {}
+    for partition, run_id, storage_id in asked:
+        latest_of.pop(partition, None)  # keep the order of the latest ask
+        latest_of[partition] = (run_id, storage_id)
     requests = []
-    for partition, (run_id, storage_id) in latest_event_of.items():
+    for partition, (run_id, storage_id) in latest_of.items():
         if _recomputed_since(context.instance, partition, storage_id):
             context.log.info(f"{partition} was recomputed after run {run_id}: nothing to do")
             continue
         # A run key is launched once by the daemon, however often the same runs are read.
-        requests.append(
-            dg.RunRequest(run_key=key_prefix + run_id, partition_key=partition, tags={tag: run_id})
-        )
-    return requests
+        run_key = key_prefix + run_id
+        requests.append(dg.RunRequest(run_key=run_key, partition_key=partition, tags={tag: run_id}))
+    return dg.SensorResult(run_requests=requests, cursor=str(last_read))
 
 
 @dg.sensor(
@@ -166,7 +172,7 @@ def recompute_after_report(context: dg.SensorEvaluationContext) -> dg.SensorResu
     )
     if not records:
         return dg.SensorResult(skip_reason="no run succeeded since the last tick")
-    latest_report_of: dict[str, tuple[str, int]] = {}  # partition -> (run id, event), in order
+    asked: list[tuple[str, str, int]] = []
     # The event log's SQL storages drop a filter by job name: the successes of all jobs are
     # read, and the report runs kept here.
     for record in records:
@@ -185,12 +191,8 @@ def recompute_after_report(context: dg.SensorEvaluationContext) -> dg.SensorResu
             why = "a withdrawal" if config.withdraw else "recompute: false"
             context.log.info(f"report run {record.run_id} was {why}: nothing to recompute")
             continue
-        latest_report_of.pop(config.partition, None)
-        latest_report_of[config.partition] = (record.run_id, record.storage_id)
-    return dg.SensorResult(
-        run_requests=_recompute_requests(context, latest_report_of, "", REPORT_RUN_TAG),
-        cursor=str(records[-1].storage_id),
-    )
+        asked.append((config.partition, record.run_id, record.storage_id))
+    return _recomputes(context, asked, records[-1].storage_id, "", REPORT_RUN_TAG)
 
 
 @dg.sensor(
@@ -216,7 +218,7 @@ def recompute_after_audit(context: dg.SensorEvaluationContext) -> dg.SensorResul
     )
     if not records:
         return dg.SensorResult(skip_reason="no audit since the last tick")
-    latest_audit_of: dict[str, tuple[str, int]] = {}  # partition -> (run id, event), in order
+    asked: list[tuple[str, str, int]] = []
     for record in records:
         reported = record.asset_materialization.metadata.get("reported_now")
         if reported is None or not reported.value or record.partition_key is None:
@@ -224,9 +226,5 @@ def recompute_after_audit(context: dg.SensorEvaluationContext) -> dg.SensorResul
         audit_run = context.instance.get_run_by_id(record.run_id)
         if audit_run is None or AUDIT_RUN_TAG in audit_run.tags:
             continue
-        latest_audit_of.pop(record.partition_key, None)
-        latest_audit_of[record.partition_key] = (record.run_id, record.storage_id)
-    return dg.SensorResult(
-        run_requests=_recompute_requests(context, latest_audit_of, "audit:", AUDIT_RUN_TAG),
-        cursor=str(records[-1].storage_id),
-    )
+        asked.append((record.partition_key, record.run_id, record.storage_id))
+    return _recomputes(context, asked, records[-1].storage_id, "audit:", AUDIT_RUN_TAG)
