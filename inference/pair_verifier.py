@@ -37,10 +37,11 @@ SHIPPED_MODELS = (INFERENCE_FOLDER / "verifier_model_a", INFERENCE_FOLDER / "ver
 # fourth holdouts the pair alone served 559 hits with 30 wrong at the defaults, the two
 # stages 516 with 14 (README, "A second stage on MPNet").
 SECOND_STAGE_MODEL = INFERENCE_FOLDER / "verifier_model_mpnet"
-# Below this first-stage score the second stage is not run: the pair fails every verify
-# threshold from here up whatever the second says. (Under it, the score is the first
-# stage's alone, an upper bound of the two stages' lower score.)
-SECOND_STAGE_FLOOR = 0.5
+# The second stage reads every pair the first scores at this or more, so any verify
+# threshold from here up (calibration's grid starts at 0.1) sees both stages; a pair the
+# first stage scores under it scores 0, so a lower threshold acts as this one and nothing
+# is ever served on the first stage alone.
+SECOND_STAGE_FLOOR = 0.1
 WEIGHTS_FILE = "weights.safetensors"
 CONFIG_FILE = "config.json"
 RECORD_FILE = "training.json"
@@ -69,7 +70,7 @@ def build_cross_encoder(base_folder: Path, num_layers: int):
 class PairVerifier:
     """One cross-encoder, or several whose logits are averaged (all on one tokenizer),
     computed in `dtype` (inference/dtypes.py); with a `second_stage` verifier, a pair this
-    one passes at SECOND_STAGE_FLOOR or more scores the lower of the two."""
+    one scores at SECOND_STAGE_FLOOR or more scores the lower of the two, and one under it 0."""
 
     def __init__(
         self, models: list, tokenizer, dtype: str = "float32", second_stage: PairVerifier | None = None
@@ -126,6 +127,7 @@ class PairVerifier:
                 scores[to_score[batch]] = torch.sigmoid(logits).cpu().numpy()
         if self.second_stage is not None:
             passed = np.flatnonzero(scores >= SECOND_STAGE_FLOOR)
+            scores[scores < SECOND_STAGE_FLOOR] = 0.0
             if len(passed):
                 second = self.second_stage.score([pairs[i] for i in passed], vetoes=False)
                 scores[passed] = np.minimum(scores[passed], second)
@@ -152,8 +154,8 @@ def training_record(folder: Path) -> dict:
 
 
 def shipped_records() -> dict[str, dict]:
-    """How each member of the shipped verifier was trained, by folder name."""
-    return {folder.name: training_record(folder) for folder in SHIPPED_MODELS}
+    """How each model of the shipped verifier (both stages) was trained, by folder name."""
+    return {folder.name: training_record(folder) for folder in (*SHIPPED_MODELS, SECOND_STAGE_MODEL)}
 
 
 def load_verifier(
@@ -224,12 +226,17 @@ def load_delta_model(base_folder: Path, folder: Path):
     verbosity = transformers_logging.get_verbosity()
     transformers_logging.set_verbosity_error()  # the head is "newly initialised" until the delta
     try:
-        model = AutoModelForSequenceClassification.from_pretrained(
-            base_folder, config=config, local_files_only=True, dtype=torch.float32
+        model, loading = AutoModelForSequenceClassification.from_pretrained(
+            base_folder, config=config, local_files_only=True, dtype=torch.float32, output_loading_info=True
         )
     finally:
         transformers_logging.set_verbosity(verbosity)
-    _, unexpected = model.load_state_dict(load_delta(folder / WEIGHTS_FILE), strict=False)
+    delta = load_delta(folder / WEIGHTS_FILE)
+    # What the base lacks (the head) must come from the delta, or it would score at random.
+    left_at_random = sorted(set(loading["missing_keys"]) - set(delta))
+    if left_at_random:
+        raise ValueError(f"{folder}: neither the base nor the delta holds {', '.join(left_at_random[:5])}")
+    _, unexpected = model.load_state_dict(delta, strict=False)
     if unexpected:
         raise ValueError(f"{folder}: tensors the model does not have: {', '.join(unexpected[:5])}")
     return model

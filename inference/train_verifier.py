@@ -131,6 +131,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             f"--max-minutes must be above 0, not {args.max_minutes}: leave it out to train by steps alone"
         )
+    if args.train_top_layers is not None:
+        if not 1 <= args.train_top_layers <= args.layers:
+            parser.error(f"--train-top-layers {args.train_top_layers}: give 1 to --layers ({args.layers})")
+        if args.init:
+            parser.error(
+                "--train-top-layers saves only the layers it trains, over the base: it cannot continue "
+                "--init, whose lower layers differ from the base"
+            )
     # Checked before the data is prepared, which takes a while.
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         parser.error(

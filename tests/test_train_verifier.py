@@ -115,6 +115,11 @@ def test_only_the_top_layers_train_and_are_saved_as_int8_rows_over_the_base(trai
     assert torch.equal(model.state_dict()[layer_0], untrained.state_dict()[layer_0])
     moved = (model.state_dict()[layer_1] - untrained.state_dict()[layer_1]).abs()
     assert moved.mean() > 0.05
+    # A delta without the head the base lacks is refused, not scored with a random head.
+    headless = {name: t for name, t in stored.items() if not name.startswith("classifier.")}
+    save_file(headless, out / "weights.safetensors")
+    with pytest.raises(ValueError, match="neither the base nor the delta holds classifier"):
+        load_delta_model(base, out)
 
 
 def test_the_clock_ends_training_before_the_steps_do(training_files, tmp_path):

@@ -49,8 +49,10 @@ def test_paraphrases_score_well_above_near_misses_on_the_held_out_tuning_pairs(v
 
 def test_a_vetoed_pair_is_never_accepted_whatever_the_model_says(verifier):
     pair = ("Reset after 3 failed attempts", "Reset after 5 failed attempts")
-    assert verifier.score([pair], vetoes=False)[0] > 0.0
-    assert verifier.score([pair])[0] == 0.0
+    # The first stage alone: with both, a pair it scores under SECOND_STAGE_FLOOR scores 0.
+    first_stage = type(verifier)(verifier.models, verifier.tokenizer, verifier.dtype)
+    assert first_stage.score([pair], vetoes=False)[0] > 0.0
+    assert first_stage.score([pair])[0] == 0.0 and verifier.score([pair])[0] == 0.0
 
 
 def test_a_batch_scores_each_pair_as_alone_and_never_runs_the_model_on_a_vetoed_one(verifier):
@@ -87,9 +89,13 @@ def test_a_batch_scores_each_pair_as_alone_and_never_runs_the_model_on_a_vetoed_
 
 
 def test_each_shipped_model_has_a_record_of_how_it_was_made(verifier):
+    from inference.pair_verifier import SECOND_STAGE_MODEL
+
     records = shipped_records()
-    assert len(records) == len(SHIPPED_MODELS) == len(verifier.models) == 2
-    for record in records.values():
+    assert set(records) == {folder.name for folder in (*SHIPPED_MODELS, SECOND_STAGE_MODEL)}
+    first_stage = [records[folder.name] for folder in SHIPPED_MODELS]
+    assert len(first_stage) == len(verifier.models) == 2
+    for record in first_stage:
         assert record["qqp_heldout_pairs_not_trained_on"] > 0 and record["steps"] > 0
         assert record["layers"] == 6 and record["device"] == "cuda"
         assert record["examples_seen"] == record["steps"] * record["batch"]
@@ -140,6 +146,8 @@ def test_an_unknown_dtype_is_a_clear_error():
 def test_the_second_stage_turns_down_near_misses_the_first_passes_and_keeps_rewordings(verifier):
     """On MPNet, with more of the world in it: macOS versions and kinds of bike are not
     interchangeable. Both near misses come from development holdouts no stage trained on."""
+    from inference.pair_verifier import SECOND_STAGE_FLOOR
+
     near_misses = [
         ("What is the default shell in macOS Catalina?", "macos mojave default shell"),
         ("road bike tire pressure", "mtb tire pressure"),
@@ -161,6 +169,11 @@ def test_the_second_stage_turns_down_near_misses_the_first_passes_and_keeps_rewo
     pairs = near_misses + rewordings + [("How do I cancel my order?", "How do I cancel my subscription?")]
     both, first = verifier.score(pairs), first_only.score(pairs)
     assert (both <= first + 1e-6).all() and both[-1] == first[-1] == 0.0
+    # Under SECOND_STAGE_FLOOR a pair scores 0: nothing is served on the first stage alone,
+    # whatever the verify threshold.
+    unrelated = [("What is the capital of France?", "How do I bake sourdough bread at home?")]
+    assert 0.0 < first_only.score(unrelated, vetoes=False)[0] < SECOND_STAGE_FLOOR
+    assert verifier.score(unrelated, vetoes=False)[0] == 0.0
 
 
 def test_the_second_stage_ships_small_and_its_record_says_what_was_trained():
