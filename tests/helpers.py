@@ -75,3 +75,20 @@ def entry_rows(
         },
         schema_overrides={"key": pl.Binary, "last_hit_at": pl.Datetime("us")},
     )
+
+
+def sensor_tick(sensor, instance, cursor: str | None, tag: str) -> tuple[list[tuple], str | None]:
+    """One evaluation of a recompute sensor as the daemon makes it, from `cursor`: the runs it
+    asks for as (partition, run key, the value of `tag`), and the cursor it leaves."""
+    import dagster as dg
+
+    from orchestration.definitions import defs
+
+    context = dg.build_sensor_context(
+        instance=instance, cursor=cursor, repository_def=defs().get_repository_def()
+    )
+    result = sensor.evaluate_tick(context)
+    requested = [
+        (request.partition_key, request.run_key, request.tags.get(tag)) for request in result.run_requests
+    ]
+    return requested, result.cursor

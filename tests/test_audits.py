@@ -226,19 +226,14 @@ def test_answers_of_a_model_version_no_longer_registered_are_recorded_not_recomp
 
 @pytest.mark.slow
 def test_a_partition_whose_audit_reported_answers_is_recomputed_once_by_the_sensor(audited):
-    from orchestration.definitions import defs
     from orchestration.review import AUDIT_RUN_TAG, recompute_after_audit
+    from tests.helpers import sensor_tick
 
     home, materialize = audited
     instance = materialize.instance
 
     def tick(cursor):
-        context = dg.build_sensor_context(
-            instance=instance, cursor=cursor, repository_def=defs().get_repository_def()
-        )
-        result = recompute_after_audit.evaluate_tick(context)
-        requested = [(r.partition_key, r.run_key, r.tags[AUDIT_RUN_TAG]) for r in result.run_requests]
-        return requested, result.cursor
+        return sensor_tick(recompute_after_audit, instance, cursor, AUDIT_RUN_TAG)
 
     def last_run_id():
         return instance.get_run_records(limit=1)[0].dagster_run.run_id

@@ -17,6 +17,7 @@ from orchestration.cli import main
 from orchestration.resources import InferCacheResource
 from storage.exact_store import open_store
 from storage.wrong_answers import Asker, Reports, Side, blocked_by_reports, report_wrong_answer
+from tests.helpers import sensor_tick
 from tests.test_pipeline import _faq, _land, _materialize, _query
 
 ORDER = "How do I cancel my order?"
@@ -264,19 +265,9 @@ def _failure_message(result):
 
 
 def _sensor_tick(instance, cursor):
-    """One evaluation of the sensor as the daemon makes it: the runs since `cursor`."""
-    from orchestration.definitions import defs
-    from orchestration.review import recompute_after_report
+    from orchestration.review import REPORT_RUN_TAG, recompute_after_report
 
-    context = dg.build_sensor_context(
-        instance=instance, cursor=cursor, repository_def=defs().get_repository_def()
-    )
-    tick = recompute_after_report.evaluate_tick(context)
-    requested = [
-        (request.partition_key, request.run_key, request.tags.get("infercache/report_run"))
-        for request in tick.run_requests
-    ]
-    return requested, tick.cursor
+    return sensor_tick(recompute_after_report, instance, cursor, REPORT_RUN_TAG)
 
 
 @pytest.mark.slow
