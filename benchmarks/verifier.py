@@ -126,13 +126,16 @@ def qqp_heldout(limit: int | None, verifier, defaults) -> dict:
 def adversarial_replay(settings, workload: Path, verifier) -> dict:
     from orchestration.evaluation import effective_namespace, evaluate
 
-    def vetoes_only(pairs: list[tuple[str, str]]) -> np.ndarray:
+    def vetoes_only(pairs: list[tuple[str, str]], at_least=None) -> np.ndarray:
         return np.where(vetoed(pairs), 0.0, 1.0).astype(np.float32)
 
     runs = {
         "plain_cosine_0.8": ({"threshold": 0.8, "verify": False}, None),
         "plain_cosine_0.9": ({"threshold": 0.9, "verify": False}, None),
-        "learned_verifier_only": ({}, lambda pairs: verifier.score(pairs, vetoes=False)),
+        "learned_verifier_only": (
+            {},
+            lambda pairs, at_least=None: verifier.score(pairs, vetoes=False, at_least=at_least),
+        ),
         "conflict_checks_only": ({}, vetoes_only),
         "defaults_verifier_and_checks": ({}, verifier.score),
         # Where a wrong answer costs much more than a model call. Chosen in session 8 on the

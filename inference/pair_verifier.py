@@ -13,6 +13,7 @@ codes, units, an odd number of negations or opposites, a swapped direction.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 
@@ -105,13 +106,20 @@ class PairVerifier:
             logits = [model(**encoded).logits.squeeze(-1).float() for model in self.models]
         return torch.stack(logits).mean(dim=0)
 
-    def score(self, pairs: list[tuple[str, str]], vetoes: bool = True) -> np.ndarray:
+    def score(
+        self, pairs: list[tuple[str, str]], vetoes: bool = True, at_least: Sequence[float] | None = None
+    ) -> np.ndarray:
         """Probability that each pair means the same; 0 where a conflict check vetoes it
         (`vetoes=False` gives the learned score alone, for comparison).
 
         Each pair is read in a fixed order (sorted), so score(a, b) == score(b, a).
         Vetoed pairs are never given to the model (the checks cost far less), and the
         rest are batched by length so that little of each batch is padding.
+
+        `at_least` gives the threshold each pair's score will be held to. With a second
+        stage, a pair the first stage scores under its threshold scores 0 without reading
+        the second: the lower of the two could not reach the threshold either, so every
+        decision at those thresholds is the same, for a fraction of the larger model's time.
         """
         scores = np.zeros(len(pairs), dtype=np.float32)
         to_score = np.flatnonzero(~vetoed(pairs)) if vetoes else np.arange(len(pairs))
@@ -126,8 +134,9 @@ class PairVerifier:
                 logits = self.logits([ordered[i] for i in batch])
                 scores[to_score[batch]] = torch.sigmoid(logits).cpu().numpy()
         if self.second_stage is not None:
-            passed = np.flatnonzero(scores >= SECOND_STAGE_FLOOR)
-            scores[scores < SECOND_STAGE_FLOOR] = 0.0
+            floor = SECOND_STAGE_FLOOR if at_least is None else np.maximum(SECOND_STAGE_FLOOR, at_least)
+            passed = np.flatnonzero(scores >= floor)
+            scores[scores < floor] = 0.0
             if len(passed):
                 second = self.second_stage.score([pairs[i] for i in passed], vetoes=False)
                 scores[passed] = np.minimum(scores[passed], second)
@@ -224,13 +233,19 @@ def load_delta_model(base_folder: Path, folder: Path):
 
     config = AutoConfig.from_pretrained(folder, local_files_only=True)
     verbosity = transformers_logging.get_verbosity()
-    transformers_logging.set_verbosity_error()  # the head is "newly initialised" until the delta
+    bars_shown = transformers_logging.is_progress_bar_enabled()
+    # The head is "newly initialised" until the delta loads, and a loading bar on every
+    # process that verifies says nothing to a pipeline's log.
+    transformers_logging.set_verbosity_error()
+    transformers_logging.disable_progress_bar()
     try:
         model, loading = AutoModelForSequenceClassification.from_pretrained(
             base_folder, config=config, local_files_only=True, dtype=torch.float32, output_loading_info=True
         )
     finally:
         transformers_logging.set_verbosity(verbosity)
+        if bars_shown:
+            transformers_logging.enable_progress_bar()
     delta = load_delta(folder / WEIGHTS_FILE)
     # What the base lacks (the head) must come from the delta, or it would score at random.
     left_at_random = sorted(set(loading["missing_keys"]) - set(delta))

@@ -128,12 +128,12 @@ def _described(wrong_hits: list[WrongHit], verify: Verify | None) -> list[dict]:
 
 
 def _counting_vetoes(verify: Verify, vetoes: Counter) -> Verify:
-    def counted(pairs: list[tuple[str, str]]):
+    def counted(pairs: list[tuple[str, str]], at_least=None):
         for a, b in pairs:
             reason = conflict(a, b)
             if reason:
                 vetoes[reason.split(":")[0]] += 1
-        return verify(pairs)
+        return verify(pairs, at_least=at_least)
 
     return counted
 

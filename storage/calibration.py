@@ -132,7 +132,8 @@ def replay_points(
     row_of = {key: i for i, key in enumerate(distinct)}
     scored: dict[tuple[str, str], float] = {}
 
-    def remembered(pairs: list[tuple[str, str]]) -> np.ndarray:
+    def remembered(pairs: list[tuple[str, str]], at_least=None) -> np.ndarray:
+        # Scored without `at_least`: one score serves every verify threshold of the grid.
         new = list(dict.fromkeys(pair for pair in pairs if pair not in scored))
         if new:
             scored.update(zip(new, (float(s) for s in verify(new)), strict=True))

@@ -18,10 +18,20 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
-Verify = Callable[[list[tuple[str, str]]], np.ndarray]
+
+class Verify(Protocol):
+    """Scores input pairs from 0 to 1 (inference.pair_verifier.PairVerifier.score).
+    `at_least` gives the threshold each score will be held to, so a verifier may spare
+    work on a pair that cannot reach it (it must then score it under the threshold)."""
+
+    def __call__(
+        self, pairs: list[tuple[str, str]], at_least: Sequence[float] | None = None
+    ) -> np.ndarray: ...
+
 
 # Earlier rows considered per row before falling back to an exhaustive check.
 CANDIDATES_PER_ROW = 8
@@ -78,7 +88,7 @@ def resolve_lookalikes(
         ranked = above[np.argsort(-earlier[above], kind="stable")]
         candidates.append([int(j) for j in ranked[:CANDIDATES_PER_ROW]])
         exhaustive.append(len(ranked) <= CANDIDATES_PER_ROW)
-    scores = _verified_scores(texts, candidates, externals, thresholds, verify)
+    scores = _verified_scores(texts, candidates, externals, thresholds, verify, verify_thresholds)
     leaders: list[int] = []
     resolutions: list[Resolution] = []
     for row in range(count):
@@ -93,7 +103,9 @@ def resolve_lookalikes(
             ]
             options += [(float(similarities[row, j]), j, None) for j in extra]
             if verify is not None and extra:
-                fresh = verify([(texts[row], texts[j]) for j in extra])
+                fresh = verify(
+                    [(texts[row], texts[j]) for j in extra], at_least=[verify_thresholds[row]] * len(extra)
+                )
                 scores.update({(row, ("row", j)): float(s) for j, s in zip(extra, fresh, strict=True)})
         chosen, chosen_rank = None, None
         for similarity, leader, external in options:
@@ -119,22 +131,24 @@ def resolve_lookalikes(
     return resolutions
 
 
-def _verified_scores(texts, candidates, externals, thresholds, verify) -> dict:
+def _verified_scores(texts, candidates, externals, thresholds, verify, verify_thresholds) -> dict:
     """Verifier scores of every candidate pair, in one batched call."""
     if verify is None:
         return {}
-    keys, pairs = [], []
+    keys, pairs, at_least = [], [], []
     for row, rows in enumerate(candidates):
         for j in rows:
             keys.append((row, ("row", j)))
             pairs.append((texts[row], texts[j]))
+            at_least.append(verify_thresholds[row])
         for external in externals[row]:
             if external.similarity >= thresholds[row]:
                 keys.append((row, ("external", id(external))))
                 pairs.append((texts[row], external.text))
+                at_least.append(verify_thresholds[row])
     if not pairs:
         return {}
-    return dict(zip(keys, (float(s) for s in verify(pairs)), strict=True))
+    return dict(zip(keys, (float(s) for s in verify(pairs, at_least=at_least)), strict=True))
 
 
 # (one scope's misses, their vectors, the verifier or None) -> (row, earlier row) pairs that

@@ -270,7 +270,10 @@ def blocked_by_reports(
                 else:
                     blocked[row].add(key)
     if to_verify:
-        scores = verify([(askers[row].text, text) for row, _, text in to_verify])
+        scores = verify(
+            [(askers[row].text, text) for row, _, text in to_verify],
+            at_least=[askers[row].verify_threshold for row, _, _ in to_verify],
+        )
         for (row, key, _), score in zip(to_verify, scores, strict=True):
             if score >= askers[row].verify_threshold:
                 blocked[row].add(key)

@@ -109,7 +109,7 @@ def test_the_replay_counts_across_blocks_match_the_stores_replay(tmp_path):
     def embed(texts):
         return np.array([vector_of[t] for t in texts], dtype=np.float32)
 
-    def made_up_verifier(pairs):
+    def made_up_verifier(pairs, at_least=None):
         digests = [hashlib.sha256("|".join(sorted(pair)).encode()).digest() for pair in pairs]
         return np.array([d[0] / 255 for d in digests], dtype=np.float32)
 

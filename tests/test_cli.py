@@ -125,7 +125,7 @@ def test_a_listed_wrong_hit_carries_the_verifiers_score_of_its_pair(tmp_path):
 
     scored = []
 
-    def passes_everything(pairs):
+    def passes_everything(pairs, at_least=None):
         scored.extend(pairs)
         return np.full(len(pairs), 0.75, dtype=np.float32)
 

@@ -30,7 +30,7 @@ def test_a_follower_never_answers_another_row():
 def test_the_verifier_can_refuse_a_close_pair():
     vectors = _unit([1, 0], [1, 0.01])
 
-    def refuse_different_text(pairs):
+    def refuse_different_text(pairs, at_least=None):
         return np.array([1.0 if a == b else 0.0 for a, b in pairs])
 
     out = resolve_lookalikes(
@@ -64,7 +64,7 @@ def test_a_blocked_pair_is_never_resolved_also_past_the_precomputed_candidates()
     )
     texts = [f"other {i}" for i in range(9)] + ["leader", "asker"]
 
-    def only_leader_and_asker(pairs):
+    def only_leader_and_asker(pairs, at_least=None):
         return np.array([1.0 if {a, b} == {"leader", "asker"} else 0.0 for a, b in pairs])
 
     resolve = functools.partial(

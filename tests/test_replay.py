@@ -60,7 +60,7 @@ def test_blocks_give_the_counts_of_a_one_by_one_replay(tmp_path, minilm):
 
 
 def test_a_verifier_that_refuses_everything_leaves_only_exact_hits(tmp_path, minilm):
-    def refuse(pairs):
+    def refuse(pairs, at_least=None):
         return np.zeros(len(pairs), dtype=np.float32)
 
     for block_size in (1, 256):

@@ -184,3 +184,42 @@ def test_the_second_stage_ships_small_and_its_record_says_what_was_trained():
     assert (SECOND_STAGE_MODEL / RECORD_FILE).exists()
     assert record["trained_layers"] == "6 to 11 of 12, and the head"
     assert "all-mpnet-base-v2" in record["base_model"]
+
+
+def test_held_to_a_threshold_the_second_stage_reads_only_pairs_that_could_pass(verifier, monkeypatch):
+    """Look-ups pass each pair's verify threshold: a pair the first stage scores under it
+    fails whatever the second says, so the second is spared it and no decision changes."""
+    pairs = [
+        ("How do I speed up LLM inference", "how to make LLM inference faster"),
+        ("What is the capital of France?", "Which city is the capital of France?"),
+        ("road bike tire pressure", "mtb tire pressure"),
+        ("What is the capital of France?", "What is the population of France?"),
+        ("How do I exit a WhatsApp group?", "I want to stop getting alerts from one WhatsApp group."),
+        ("How do I learn Python quickly?", "What is the best way to learn Java?"),
+        ("standard check-in hour for Marriott properties", "What time do I have to check out of a Marriott?"),
+        # Two the first stage scores between SECOND_STAGE_FLOOR and 0.7 (0.50 and 0.59).
+        (
+            "Our lab just turned 11. How many times a day should he eat now that he's old?",
+            "How often should I feed a senior dog?",
+        ),
+        (
+            "Can you give me a vegetarian brownie recipe?",
+            "How do I bake brownies that are vegetarian-friendly? Eggs and butter are fine.",
+        ),
+    ]
+    read: list[int] = []
+    second_score = verifier.second_stage.score
+
+    def counting(batch, **options):
+        read.append(len(batch))
+        return second_score(batch, **options)
+
+    monkeypatch.setattr(verifier.second_stage, "score", counting)
+    unbounded = verifier.score(pairs)
+    read_unbounded = sum(read)
+    read.clear()
+    bounded = verifier.score(pairs, at_least=[0.7] * len(pairs))
+    assert sum(read) < read_unbounded  # some pair reached the second stage only without the bound
+    assert ((bounded >= 0.7) == (unbounded >= 0.7)).all()
+    assert np.allclose(bounded[bounded > 0], unbounded[bounded > 0])
+    assert (unbounded >= 0.7).any()
