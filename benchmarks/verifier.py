@@ -32,6 +32,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import tempfile
@@ -132,10 +133,7 @@ def adversarial_replay(settings, workload: Path, verifier) -> dict:
     runs = {
         "plain_cosine_0.8": ({"threshold": 0.8, "verify": False}, None),
         "plain_cosine_0.9": ({"threshold": 0.9, "verify": False}, None),
-        "learned_verifier_only": (
-            {},
-            lambda pairs, at_least=None: verifier.score(pairs, vetoes=False, at_least=at_least),
-        ),
+        "learned_verifier_only": ({}, functools.partial(verifier.score, vetoes=False)),
         "conflict_checks_only": ({}, vetoes_only),
         "defaults_verifier_and_checks": ({}, verifier.score),
         # Where a wrong answer costs much more than a model call. Chosen in session 8 on the
