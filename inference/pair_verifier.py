@@ -22,6 +22,7 @@ import torch
 
 from inference.dtypes import computing_in, resolve_dtype
 from inference.pair_conflicts import vetoed
+from inference.quiet_loading import quiet_loading
 from inference.weight_delta import load_delta
 
 INFERENCE_FOLDER = Path(__file__).resolve().parent
@@ -229,23 +230,13 @@ def load_delta_model(base_folder: Path, folder: Path):
     """A cross-encoder stored as what training changed (inference/weight_delta.py), over
     the base model it was trained from: its frozen lower layers come from `base_folder`."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
-    from transformers.utils import logging as transformers_logging
 
     config = AutoConfig.from_pretrained(folder, local_files_only=True)
-    verbosity = transformers_logging.get_verbosity()
-    bars_shown = transformers_logging.is_progress_bar_enabled()
-    # The head is "newly initialised" until the delta loads, and a loading bar on every
-    # process that verifies says nothing to a pipeline's log.
-    transformers_logging.set_verbosity_error()
-    transformers_logging.disable_progress_bar()
-    try:
+    # The head is "newly initialised" until the delta loads (checked below).
+    with quiet_loading():
         model, loading = AutoModelForSequenceClassification.from_pretrained(
             base_folder, config=config, local_files_only=True, dtype=torch.float32, output_loading_info=True
         )
-    finally:
-        transformers_logging.set_verbosity(verbosity)
-        if bars_shown:
-            transformers_logging.enable_progress_bar()
     delta = load_delta(folder / WEIGHTS_FILE)
     # What the base lacks (the head) must come from the delta, or it would score at random.
     left_at_random = sorted(set(loading["missing_keys"]) - set(delta))
