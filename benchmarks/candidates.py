@@ -1,9 +1,12 @@
 """Compare pair-verifier candidates on the development workloads: `python -m benchmarks
-candidates --candidate NAME=FOLDER[,FOLDER...] ... [--workloads NAME ...] --json`.
+candidates --candidate NAME=FOLDER[,FOLDER...] ... [--second-stage-candidate NAME=FOLDER ...]
+[--workloads NAME ...] --json`.
 
 Chooses among trained verifiers without replaying the holdouts that report quality (the
 third, fourth and statement holdouts). Each candidate (one verifier folder, or several
-whose logits are averaged; the shipped verifier is always one, as "shipped") replays
+whose logits are averaged, before the shipped second stage; or, with
+--second-stage-candidate, the shipped first stage before another second stage; the
+shipped verifier is always one, as "shipped") replays
 each development workload over a grid of settings the way `calibrate --workload` does
 (storage.calibration.replay_points: the look-up path's own counting, each candidate pair
 scored once), and the counts are pooled over the workloads. It reports, per candidate,
@@ -116,14 +119,23 @@ def summary(points_by_workload: dict[str, list], defaults: tuple[float, float]) 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks candidates", description=__doc__)
     parser.add_argument("--candidate", type=_candidate, action="append", default=[], metavar="NAME=FOLDERS")
+    parser.add_argument(
+        "--second-stage-candidate",
+        type=_candidate,
+        action="append",
+        default=[],
+        metavar="NAME=FOLDER",
+        help="the shipped first stage followed by this second stage (a delta over all-mpnet-base-v2) "
+        "instead of the shipped one",
+    )
     parser.add_argument("--workloads", nargs="+", choices=sorted(WORKLOADS), default=DEFAULT_WORKLOADS)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    names = ["shipped"] + [name for name, _ in args.candidate]
+    names = ["shipped"] + [name for name, _ in args.candidate + args.second_stage_candidate]
     if len(set(names)) != len(names):
         parser.error(f"each candidate needs its own name (and not 'shipped'): {', '.join(names[1:])}")
     quiet_environment()
-    from inference.pair_verifier import SHIPPED_MODELS, VERIFIER_BASE_MODEL, load_verifier
+    from inference.pair_verifier import SECOND_STAGE_MODEL, SHIPPED_MODELS, VERIFIER_BASE_MODEL, load_verifier
     from storage.calibration import replay_points
     from storage.config import load_settings
     from storage.keys import normalized_text
@@ -141,15 +153,23 @@ def main(argv: list[str] | None = None) -> int:
         distinct = list(dict.fromkeys(normalized_text(text) for text in texts))
         vectors, _ = embed_through_cache(distinct, semantic.embedding_model)
         workloads[name] = (texts, groups, vectors)
-    candidates = [("shipped", tuple(str(folder) for folder in SHIPPED_MODELS)), *args.candidate]
+    shipped = tuple(str(folder) for folder in SHIPPED_MODELS)
+    # (name, first-stage folders, second-stage folder)
+    candidates = [
+        ("shipped", shipped, str(SECOND_STAGE_MODEL)),
+        *((name, folders, str(SECOND_STAGE_MODEL)) for name, folders in args.candidate),
+        *((name, shipped, second[0]) for name, second in args.second_stage_candidate),
+    ]
     report = {"defaults": defaults, "strict": STRICT, "workloads": args.workloads, "candidates": {}}
-    for name, folders in candidates:
-        verify = load_verifier(base, folders, dtype=settings.verifier_dtype).score
+    for name, folders, second_stage in candidates:
+        verify = load_verifier(base, folders, dtype=settings.verifier_dtype, second_stage=second_stage).score
         points = {
             workload: replay_points(texts, groups, vectors, verify, cosine_grid, verify_grid)
             for workload, (texts, groups, vectors) in workloads.items()
         }
-        report["candidates"][name] = {"folders": list(folders)} | summary(points, defaults)
+        report["candidates"][name] = {"folders": list(folders), "second_stage": second_stage} | summary(
+            points, defaults
+        )
     print(json.dumps(report, indent=2) if args.json else report)
     return 0
 

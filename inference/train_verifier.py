@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import sys
 import time
 from datetime import UTC, datetime
@@ -25,16 +26,19 @@ import torch
 from inference.dtypes import RESOLVED_DTYPES
 from inference.pair_augment import common_words, perturbed_pairs, sibling_swapped_pairs
 from inference.pair_data import family_pairs, read_pairs, read_workload, split_by_question
+from inference.pair_focus import DEFAULT_MIN_COSINE, focused_pairs
 from inference.pair_verifier import (
     CONFIG_FILE,
     RECORD_FILE,
+    SECOND_STAGE_FLOOR,
     VERIFIER_BASE_MODEL,
     WEIGHTS_FILE,
     WORD_EMBEDDINGS,
     PairVerifier,
     build_cross_encoder,
+    load_delta_model,
 )
-from inference.weight_delta import save_delta
+from inference.weight_delta import load_delta, save_delta
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_QQP = REPO.parent / "shared" / "data" / "qqp_pairs.jsonl.gz"
@@ -83,6 +87,17 @@ def _parser() -> argparse.ArgumentParser:
         help="family workloads whose near misses alone are trained on (not their paraphrase pairs)",
     )
     parser.add_argument("--near-miss-repeats", type=int, default=1)
+    parser.add_argument(
+        "--focus-first-stage",
+        type=Path,
+        nargs="+",
+        default=None,
+        help="train a second stage on what it will read: only the pairs these first-stage verifier "
+        "folders (logits averaged, conflict checks included) score at --focus-min-score or more, "
+        "among those at --focus-min-cosine or more under all-MiniLM-L6-v2 (inference/pair_focus.py)",
+    )
+    parser.add_argument("--focus-min-cosine", type=float, default=DEFAULT_MIN_COSINE)
+    parser.add_argument("--focus-min-score", type=float, default=SECOND_STAGE_FLOOR)
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument(
         "--train-top-layers",
@@ -134,11 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.train_top_layers is not None:
         if not 1 <= args.train_top_layers <= args.layers:
             parser.error(f"--train-top-layers {args.train_top_layers}: give 1 to --layers ({args.layers})")
-        if args.init:
+        if args.init and not _is_delta(args.init):
             parser.error(
-                "--train-top-layers saves only the layers it trains, over the base: it cannot continue "
-                "--init, whose lower layers differ from the base"
+                "--train-top-layers saves only the layers it trains, over the base: it continues only "
+                "an --init saved the same way (what training changed), not a whole model, whose lower "
+                "layers differ from the base"
             )
+        if args.init:
+            _check_delta_stays_trained(args.init, args.layers - args.train_top_layers, parser)
     # Checked before the data is prepared, which takes a while.
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         parser.error(
@@ -173,24 +191,22 @@ def main(argv: list[str] | None = None) -> int:
         else []
     )
     args.sibling_swaps_made = len(swapped)
-    examples = _length_bucketed(
+    examples = (
         train_qqp
         + adversarial * args.adversarial_repeats
         + perturbed
         + written * args.family_repeats
         + near_misses * args.near_miss_repeats
-        + swapped,
-        args.batch,
-        rng,
+        + swapped
     )
+    args.examples_before_focus = len(examples)
+    if args.focus_first_stage:
+        examples = _focused(examples, args)
+    examples = _length_bucketed(examples, args.batch, rng)
     args.training_examples = len(examples)
 
     base = args.base or _base_folder()
-    model = (
-        PairVerifier.load(base, (args.init,)).models[0]
-        if args.init
-        else build_cross_encoder(base, args.layers)
-    ).to(args.device)
+    model = _initial_model(base, args).to(args.device)
     model.get_input_embeddings().weight.requires_grad_(False)
     if args.train_top_layers is not None:
         _freeze_below(model, args.layers - args.train_top_layers)
@@ -237,6 +253,51 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _initial_model(base: Path, args):
+    if args.init is None:
+        return build_cross_encoder(base, args.layers)
+    if args.train_top_layers is not None:
+        return load_delta_model(base, args.init)
+    return PairVerifier.load(base, (args.init,)).models[0]
+
+
+def _is_delta(folder: Path) -> bool:
+    """Whether a verifier folder holds what training changed over a base (weight_delta)."""
+    trained_layers = json.loads((folder / RECORD_FILE).read_text()).get("trained_layers", "all")
+    return not trained_layers.startswith("all")
+
+
+def _check_delta_stays_trained(init: Path, first_trained_layer: int, parser) -> None:
+    """A continued delta saves only what trains now: every tensor of --init must train
+    again, or the saved model would fall back to the base for it. Checked before the data
+    is prepared."""
+    frozen = sorted(
+        name for name in load_delta(init / WEIGHTS_FILE) if not _trains(name, first_trained_layer)
+    )
+    if frozen:
+        parser.error(
+            f"--init {init} changed {', '.join(frozen[:3])}, which --train-top-layers would freeze "
+            "and not save: train at least as many top layers as it did"
+        )
+
+
+def _focused(examples: list[dict], args) -> list[dict]:
+    from inference.embedder import SentenceEmbedder
+    from inference.pair_verifier import load_verifier
+
+    minilm = _base_folder()
+    first_stage = load_verifier(
+        str(minilm), tuple(str(folder) for folder in args.focus_first_stage), dtype="auto", second_stage=None
+    )
+    return focused_pairs(
+        examples,
+        SentenceEmbedder(minilm, "auto"),
+        first_stage.score,
+        args.focus_min_cosine,
+        args.focus_min_score,
+    )
+
+
 def _learning_rate(peak: float, step: int, progress: float) -> float:
     """Linear warm-up over 100 steps, then linear decay to zero at the end of the steps or
     of the time allowed, whichever comes first (`progress`, see _progress)."""
@@ -270,10 +331,16 @@ def _shown(path: Path) -> str:
 
 def _freeze_below(model, first_trained_layer: int) -> None:
     """Only layers from `first_trained_layer` up and the head (pooler, classifier) train."""
-    trained = tuple(f"encoder.layer.{i}." for i in range(first_trained_layer, model.config.num_hidden_layers))
     for name, parameter in model.named_parameters():
-        head = name.startswith("classifier.") or ".pooler." in name
-        parameter.requires_grad_(head or any(layer in name for layer in trained))
+        parameter.requires_grad_(_trains(name, first_trained_layer))
+
+
+def _trains(name: str, first_trained_layer: int) -> bool:
+    """Whether a parameter of that name trains when layers from `first_trained_layer` up do."""
+    if name.startswith("classifier.") or ".pooler." in name:
+        return True
+    layer = re.search(r"encoder\.layer\.(\d+)\.", name)
+    return layer is not None and int(layer.group(1)) >= first_trained_layer
 
 
 def _tokenizer(base: Path):
@@ -339,6 +406,10 @@ def _save(
         "near_miss_family_files": [_shown(path) for path in args.near_miss_families],
         "near_miss_pairs": getattr(args, "near_miss_pairs_made", 0),
         "near_miss_repeats": args.near_miss_repeats,
+        "focus_first_stage": [_shown(path) for path in args.focus_first_stage or []],
+        "focus_min_cosine": args.focus_min_cosine if args.focus_first_stage else None,
+        "focus_min_score": args.focus_min_score if args.focus_first_stage else None,
+        "examples_before_focus": getattr(args, "examples_before_focus", 0),
         "split": "QQP split by question (connected components, 20% held out by hash)",
         "command": args.command,
     }

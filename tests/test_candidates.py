@@ -10,6 +10,7 @@ from benchmarks.common import REPO
 from storage.calibration import Operating
 
 MODEL_A = str(REPO / "inference" / "verifier_model_a")
+SECOND_STAGE = str(REPO / "inference" / "verifier_model_mpnet")
 
 
 def test_a_candidate_names_its_folders_and_they_must_hold_weights(tmp_path):
@@ -51,9 +52,19 @@ def test_workloads_pool_by_setting_and_the_frontier_takes_the_most_recall():
 
 @pytest.mark.slow
 def test_the_shipped_verifier_and_a_candidate_replay_a_development_workload(capsys):
-    assert main(["--candidate", f"a={MODEL_A}", "--workloads", "family_file_29", "--json"]) == 0
+    second = ["--second-stage-candidate", f"same_second={SECOND_STAGE}"]
+    assert main(["--candidate", f"a={MODEL_A}", *second, "--workloads", "family_file_29", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert list(report["candidates"]) == ["shipped", "a"]
+    assert list(report["candidates"]) == ["shipped", "a", "same_second"]
+    # A second-stage candidate keeps the shipped first stage: with the shipped second stage
+    # under another name, every figure is the shipped verifier's.
+    same = report["candidates"]["same_second"]
+    assert (
+        same["second_stage"] == SECOND_STAGE and same["folders"] == report["candidates"]["shipped"]["folders"]
+    )
+    assert {k: v for k, v in same.items() if k != "second_stage"} == {
+        k: v for k, v in report["candidates"]["shipped"].items() if k != "second_stage"
+    }
     for candidate in report["candidates"].values():
         defaults = candidate["defaults"]
         assert defaults == candidate["each_workload_at_defaults"]["family_file_29"]  # one workload

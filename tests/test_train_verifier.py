@@ -188,3 +188,77 @@ def test_a_gpu_asked_for_where_there_is_none_is_refused_before_any_work(tmp_path
     with pytest.raises(SystemExit):
         main(["--out", str(tmp_path / "verifier"), "--device", "cuda", "--qqp", str(tmp_path / "absent.gz")])
     assert "--device cuda: this machine has no GPU" in capsys.readouterr().err
+
+
+def test_a_delta_continues_from_init_and_keeps_its_record(training_files, base, tmp_path):
+    from inference.pair_verifier import load_delta_model
+
+    top = ("--layers", "2", "--train-top-layers", "1", "--lr", "5")
+    first = tmp_path / "first"
+    _train(training_files, first, "--steps", "4", *top)
+    continued = tmp_path / "continued"
+    record = _train(training_files, continued, "--steps", "2", "--init", str(first), *top)
+    assert record["total_steps"] == 6 and record["earlier_stages"][0]["steps"] == 4
+    layer_1 = "bert.encoder.layer.1.output.dense.weight"
+    before, after = (load_delta_model(base, folder).state_dict()[layer_1] for folder in (first, continued))
+    untrained = build_cross_encoder(base, 2).state_dict()[layer_1]
+    # It went on from the first run's weights (far from the base's), and moved them further.
+    assert (after - untrained).abs().mean() > 0.5 * (before - untrained).abs().mean()
+    assert not torch.equal(before, after)
+
+
+def test_continuing_a_delta_with_fewer_trained_layers_is_refused(training_files, tmp_path, capsys):
+    first = tmp_path / "first"
+    _train(training_files, first, "--steps", "2", "--layers", "2", "--train-top-layers", "2")
+    fewer = ("--init", str(first), "--layers", "2", "--train-top-layers", "1")
+    with pytest.raises(SystemExit):
+        _train(training_files, tmp_path / "next", "--steps", "1", *fewer)
+    error = capsys.readouterr().err
+    assert "bert.encoder.layer.0." in error and "train at least as many top layers" in error
+
+
+def test_a_whole_model_cannot_be_continued_as_a_delta(training_files, tmp_path, capsys):
+    whole = tmp_path / "whole"
+    _train(training_files, whole, "--steps", "2")
+    with pytest.raises(SystemExit):
+        _train(training_files, tmp_path / "next", "--init", str(whole), "--train-top-layers", "1")
+    assert "continues only an --init saved the same way" in capsys.readouterr().err
+
+
+def test_a_focused_run_records_what_the_focus_kept(training_files, tmp_path):
+    from inference.pair_verifier import SHIPPED_MODELS
+
+    first_stage = [str(folder) for folder in SHIPPED_MODELS]
+    record = _train(training_files, tmp_path / "focused", "--steps", "1", "--focus-first-stage", *first_stage)
+    unfocused = _train(training_files, tmp_path / "plain", "--steps", "1")
+    assert record["examples_before_focus"] == unfocused["training_examples"]
+    assert 0 < record["training_examples"] < record["examples_before_focus"]
+    # Shown relative to the repository, as every path of a record is.
+    assert record["focus_first_stage"] == ["inference/verifier_model_a", "inference/verifier_model_b"]
+    assert record["focus_min_cosine"] == 0.6 and record["focus_min_score"] == 0.1
+
+
+def test_the_focus_keeps_the_pairs_a_second_stage_reads_with_their_repeats(minilm):
+    from inference.pair_focus import focused_pairs
+    from inference.pair_verifier import SHIPPED_MODELS, load_verifier
+
+    base = load_settings().embedding_model("all-MiniLM-L6-v2").model_folder()
+    first_stage = load_verifier(
+        str(base), tuple(map(str, SHIPPED_MODELS)), dtype="float32", second_stage=None
+    )
+    rewording = {"a": "How do I cancel my order?", "b": "How can I cancel my order?", "duplicate": True}
+    examples = [
+        rewording,
+        {"a": "How can I cancel my order?", "b": "How do I cancel my order?", "duplicate": True},  # same pair
+        # Vetoed by the conflict checks (direction, opposites): the second stage never reads them.
+        {"a": "convert 10 USD to EUR", "b": "convert 10 EUR to USD", "duplicate": False},
+        {
+            "a": "How do I increase my credit limit?",
+            "b": "How do I decrease my credit limit?",
+            "duplicate": False,
+        },
+        # Far apart: no threshold a namespace would set lets them meet.
+        {"a": "How do I cancel my order?", "b": "What is the capital of France?", "duplicate": False},
+    ]
+    kept = focused_pairs(examples, minilm, first_stage.score, min_cosine=0.6, min_score=0.1)
+    assert kept == examples[:2]
