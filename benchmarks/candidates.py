@@ -62,6 +62,13 @@ def _candidate(text: str) -> tuple[str, tuple[str, ...]]:
     return name, listed
 
 
+def _second_stage_candidate(text: str) -> tuple[str, str]:
+    name, folders = _candidate(text)
+    if len(folders) != 1:
+        raise argparse.ArgumentTypeError(f"a second stage is one folder, not {len(folders)}: {text!r}")
+    return name, folders[0]
+
+
 def read_rows(path: Path, shuffle: bool) -> tuple[list[str], list[str]]:
     rows = read_workload(path)
     if shuffle:
@@ -121,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--candidate", type=_candidate, action="append", default=[], metavar="NAME=FOLDERS")
     parser.add_argument(
         "--second-stage-candidate",
-        type=_candidate,
+        type=_second_stage_candidate,
         action="append",
         default=[],
         metavar="NAME=FOLDER",
@@ -158,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     candidates = [
         ("shipped", shipped, str(SECOND_STAGE_MODEL)),
         *((name, folders, str(SECOND_STAGE_MODEL)) for name, folders in args.candidate),
-        *((name, shipped, second[0]) for name, second in args.second_stage_candidate),
+        *((name, shipped, second) for name, second in args.second_stage_candidate),
     ]
     report = {"defaults": defaults, "strict": STRICT, "workloads": args.workloads, "candidates": {}}
     for name, folders, second_stage in candidates:

@@ -19,7 +19,7 @@
 4. A third held-out workload (benchmarks/data/adversarial_holdout3.jsonl), written the
    same way in session 4 before any model of that session was compared on it: the
    clean yardstick until session 8. Nothing was tuned on it; a rule and a second pair
-   model were dropped after they showed no gain there (see the README).
+   model were dropped after they showed no gain there (see benchmarks/RESULTS.md).
 5. A fourth held-out workload (benchmarks/data/adversarial_holdout4.jsonl, 846 requests
    in 60 families on other topics), written the same way in session 8 after the shipped
    model and defaults were chosen: the clean yardstick now, replayed only to report.
@@ -74,6 +74,7 @@ def _pair_metrics(served: np.ndarray, duplicate: np.ndarray) -> dict:
 
 
 def qqp_heldout(limit: int | None, verifier, defaults) -> dict:
+    from inference.embedder import pair_cosines
     from inference.pair_data import read_pairs, split_by_question
     from storage.calibration import operating_points
 
@@ -81,10 +82,7 @@ def qqp_heldout(limit: int | None, verifier, defaults) -> dict:
     pairs = heldout[:limit] if limit else heldout
     texts = list(dict.fromkeys([p["a"] for p in pairs] + [p["b"] for p in pairs]))
     matrix, _ = embed_through_cache(texts)
-    position = {t: i for i, t in enumerate(texts)}
-    a = matrix[[position[p["a"]] for p in pairs]]
-    b = matrix[[position[p["b"]] for p in pairs]]
-    cosine = np.einsum("ij,ij->i", a, b)
+    cosine = pair_cosines(matrix, texts, [(p["a"], p["b"]) for p in pairs])
     duplicate = np.array([p["duplicate"] for p in pairs])
     plain_08 = _pair_metrics(cosine >= 0.8, duplicate)
     out = {

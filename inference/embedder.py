@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Union
@@ -87,3 +87,12 @@ class SentenceEmbedder:
                 show_progress_bar=False,
             ).astype(np.float32)
         return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
+def pair_cosines(vectors: np.ndarray, texts: list[str], pairs: Iterable[tuple[str, str]]) -> np.ndarray:
+    """The cosine of each pair's two texts, from normalised `vectors` (row i embeds texts[i])."""
+    position = {text: row for row, text in enumerate(texts)}
+    pairs = list(pairs)
+    left = vectors[[position[a] for a, _ in pairs]]
+    right = vectors[[position[b] for _, b in pairs]]
+    return np.einsum("ij,ij->i", left, right)

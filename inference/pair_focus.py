@@ -15,6 +15,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from inference.embedder import pair_cosines
+from storage.keys import normalized_text
+
 # The lowest cosine a namespace's threshold is likely set at: calibration's grid and the
 # development replays start at 0.6 to 0.65, the default is 0.72.
 DEFAULT_MIN_COSINE = 0.6
@@ -31,13 +34,10 @@ def focused_pairs(
     `min_cosine` or more under `embed` (normalised vectors) and that `first_stage_score`
     (conflict checks included) scores at `min_score` or more. Each distinct pair is
     embedded and scored once."""
-    distinct = list(dict.fromkeys(tuple(sorted((row["a"], row["b"]))) for row in examples))
+    distinct = list(dict.fromkeys(_pair(row) for row in examples))
     texts = list(dict.fromkeys(text for pair in distinct for text in pair))
-    position = {text: n for n, text in enumerate(texts)}
-    vectors = embed(texts)
-    left = vectors[[position[a] for a, _ in distinct]]
-    right = vectors[[position[b] for _, b in distinct]]
-    cosines = np.einsum("ij,ij->i", left, right)
+    # Serving embeds the normalised text, so the focus does too.
+    cosines = pair_cosines(embed([normalized_text(text) for text in texts]), texts, distinct)
     close = [pair for pair, cosine in zip(distinct, cosines, strict=True) if cosine >= min_cosine]
     scores = first_stage_score(close) if close else np.zeros(0)
     kept = {pair for pair, score in zip(close, scores, strict=True) if score >= min_score}
@@ -46,4 +46,8 @@ def focused_pairs(
         f"{len(kept)} scored >= {min_score} by the first stage",
         file=sys.stderr,
     )
-    return [row for row in examples if tuple(sorted((row["a"], row["b"]))) in kept]
+    return [row for row in examples if _pair(row) in kept]
+
+
+def _pair(row: dict) -> tuple[str, str]:
+    return tuple(sorted((row["a"], row["b"])))

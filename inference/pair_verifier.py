@@ -29,15 +29,15 @@ INFERENCE_FOLDER = Path(__file__).resolve().parent
 # The shipped verifier averages the logits of two 6-layer cross-encoders trained on a GPU
 # (train_verifier --device cuda; each saw 2 to 5 times the pairs of the CPU-trained
 # 6-layer models they replaced). On the first two holdouts the pair served more candidates with
-# fewer wrong than the three CPU-trained models did at the same thresholds (README,
-# "How good it is"), for 12 layers a pair instead of 15.
+# fewer wrong than the three CPU-trained models did at the same thresholds
+# (benchmarks/RESULTS.md, "Trained on a GPU"), for 12 layers a pair instead of 15.
 SHIPPED_MODELS = (INFERENCE_FOLDER / "verifier_model_a", INFERENCE_FOLDER / "verifier_model_b")
 # The second stage: a 12-layer cross-encoder on all-mpnet-base-v2 (its 6 upper layers and
 # head trained, the rest MPNet's own, from the registry: inference/mpnet_base.py). A pair
 # the first stage passes is served only if the second passes it too: the score is the
 # lower of the two. MPNet knows more of the world than MiniLM: on the unseen third and
 # fourth holdouts the pair alone served 559 hits with 30 wrong at the defaults, the two
-# stages 516 with 14 (README, "A second stage on MPNet").
+# stages 516 with 14 (benchmarks/RESULTS.md, "A second stage on MPNet").
 SECOND_STAGE_MODEL = INFERENCE_FOLDER / "verifier_model_mpnet"
 # The second stage reads every pair the first scores at this or more, so any verify
 # threshold from here up (calibration's grid starts at 0.1) sees both stages; a pair the

@@ -37,8 +37,9 @@ from inference.pair_verifier import (
     PairVerifier,
     build_cross_encoder,
     load_delta_model,
+    training_record,
 )
-from inference.weight_delta import load_delta, save_delta
+from inference.weight_delta import delta_names, save_delta
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_QQP = REPO.parent / "shared" / "data" / "qqp_pairs.jsonl.gz"
@@ -146,17 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             f"--max-minutes must be above 0, not {args.max_minutes}: leave it out to train by steps alone"
         )
-    if args.train_top_layers is not None:
-        if not 1 <= args.train_top_layers <= args.layers:
-            parser.error(f"--train-top-layers {args.train_top_layers}: give 1 to --layers ({args.layers})")
-        if args.init and not _is_delta(args.init):
-            parser.error(
-                "--train-top-layers saves only the layers it trains, over the base: it continues only "
-                "an --init saved the same way (what training changed), not a whole model, whose lower "
-                "layers differ from the base"
-            )
-        if args.init:
-            _check_delta_stays_trained(args.init, args.layers - args.train_top_layers, parser)
+    if args.init is not None:
+        _check_init(args, parser)
+    elif args.train_top_layers is not None and not 1 <= args.train_top_layers <= args.layers:
+        parser.error(f"--train-top-layers {args.train_top_layers}: give 1 to --layers ({args.layers})")
     # Checked before the data is prepared, which takes a while.
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         parser.error(
@@ -261,18 +255,44 @@ def _initial_model(base: Path, args):
     return PairVerifier.load(base, (args.init,)).models[0]
 
 
-def _is_delta(folder: Path) -> bool:
-    """Whether a verifier folder holds what training changed over a base (weight_delta)."""
-    trained_layers = json.loads((folder / RECORD_FILE).read_text()).get("trained_layers", "all")
-    return not trained_layers.startswith("all")
-
-
-def _check_delta_stays_trained(init: Path, first_trained_layer: int, parser) -> None:
-    """A continued delta saves only what trains now: every tensor of --init must train
-    again, or the saved model would fall back to the base for it. Checked before the data
-    is prepared."""
+def _check_init(args, parser) -> None:
+    """Refuse an --init that cannot continue as asked, before the data is prepared."""
+    init = args.init
+    if not (init / RECORD_FILE).exists() or not (init / WEIGHTS_FILE).exists():
+        parser.error(f"--init {init}: not a trained verifier folder (no {RECORD_FILE} or {WEIGHTS_FILE})")
+    trained_layers = str(training_record(init).get("trained_layers", "all"))
+    is_delta = not trained_layers.startswith("all")
+    if args.train_top_layers is None:
+        if is_delta:
+            parser.error(
+                f"--init {init} holds what training changed over a base ({trained_layers}): continue it "
+                "with --train-top-layers and --base, as it was trained"
+            )
+        return
+    if not is_delta:
+        parser.error(
+            "--train-top-layers saves only the layers it trains, over the base: it continues only "
+            "an --init saved the same way (what training changed), not a whole model, whose lower "
+            "layers differ from the base"
+        )
+    config = json.loads((init / CONFIG_FILE).read_text())
+    if config["num_hidden_layers"] != args.layers:
+        parser.error(
+            f"--init {init} has {config['num_hidden_layers']} layers, not --layers {args.layers}: "
+            f"give --layers {config['num_hidden_layers']}"
+        )
+    if not 1 <= args.train_top_layers <= args.layers:
+        parser.error(f"--train-top-layers {args.train_top_layers}: give 1 to --layers ({args.layers})")
+    base = args.base or _base_folder()
+    base_type = json.loads((Path(base) / CONFIG_FILE).read_text()).get("model_type")
+    if base_type != config.get("model_type"):
+        parser.error(
+            f"--init {init} was trained over a {config.get('model_type')} base, not {base} "
+            f"({base_type}): give that base with --base"
+        )
+    first_trained_layer = args.layers - args.train_top_layers
     frozen = sorted(
-        name for name in load_delta(init / WEIGHTS_FILE) if not _trains(name, first_trained_layer)
+        name for name in delta_names(init / WEIGHTS_FILE) if not _trains(name, first_trained_layer)
     )
     if frozen:
         parser.error(
@@ -284,14 +304,18 @@ def _check_delta_stays_trained(init: Path, first_trained_layer: int, parser) -> 
 def _focused(examples: list[dict], args) -> list[dict]:
     from inference.embedder import SentenceEmbedder
     from inference.pair_verifier import load_verifier
+    from storage.config import load_settings
 
-    minilm = _base_folder()
+    settings = load_settings()
+    minilm = settings.embedding_model(VERIFIER_BASE_MODEL)
+    folders = tuple(str(folder) for folder in args.focus_first_stage)
+    # As serving computes: the verifier's and the embedding model's configured dtypes.
     first_stage = load_verifier(
-        str(minilm), tuple(str(folder) for folder in args.focus_first_stage), dtype="auto", second_stage=None
+        str(minilm.model_folder()), folders, dtype=settings.verifier_dtype, second_stage=None
     )
     return focused_pairs(
         examples,
-        SentenceEmbedder(minilm, "auto"),
+        SentenceEmbedder(minilm.model_folder(), minilm.dtype),
         first_stage.score,
         args.focus_min_cosine,
         args.focus_min_score,

@@ -53,3 +53,11 @@ def load_delta(path: Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
     return dequantized(load_file(path))
+
+
+def delta_names(path: Path) -> list[str]:
+    """The names of the tensors a delta changes, read without loading them."""
+    from safetensors import safe_open
+
+    with safe_open(path, "pt") as stored:
+        return [name for name in stored.keys() if not name.endswith(SCALE_SUFFIX)]

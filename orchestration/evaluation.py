@@ -230,6 +230,7 @@ def _pair_points(path: Path, limit, cache, embedder, verify: Verify, current: Na
     """Operating points over labelled pairs, and what was read."""
     import numpy as np
 
+    from inference.embedder import pair_cosines
     from inference.pair_data import read_pairs
     from storage.calibration import operating_points
 
@@ -238,10 +239,7 @@ def _pair_points(path: Path, limit, cache, embedder, verify: Verify, current: Na
         raise ValueError(f"{path} holds no pairs")
     texts = list(dict.fromkeys([p["a"] for p in pairs] + [p["b"] for p in pairs]))
     matrix, embedded_now = cache.embed(texts, embedder)
-    position = {text: i for i, text in enumerate(texts)}
-    a = matrix[[position[p["a"]] for p in pairs]]
-    b = matrix[[position[p["b"]] for p in pairs]]
-    cosine = np.einsum("ij,ij->i", a, b)
+    cosine = pair_cosines(matrix, texts, [(p["a"], p["b"]) for p in pairs])
     duplicate = np.array([p["duplicate"] for p in pairs])
     # The verifier only matters where some grid threshold could serve the pair.
     scored = cosine >= min(COSINE_FLOOR, current.semantic.threshold)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from benchmarks.candidates import _candidate, main, pooled, summary
+from benchmarks.candidates import _candidate, _second_stage_candidate, main, pooled, summary
 from benchmarks.common import REPO
 from storage.calibration import Operating
 
@@ -19,6 +19,12 @@ def test_a_candidate_names_its_folders_and_they_must_hold_weights(tmp_path):
         _candidate(MODEL_A)
     with pytest.raises(argparse.ArgumentTypeError, match=f"no verifier weights in {tmp_path}"):
         _candidate(f"a={MODEL_A},{tmp_path}")
+
+
+def test_a_second_stage_candidate_is_one_folder():
+    assert _second_stage_candidate(f"s={SECOND_STAGE}") == ("s", SECOND_STAGE)
+    with pytest.raises(argparse.ArgumentTypeError, match="a second stage is one folder, not 2"):
+        _second_stage_candidate(f"s={SECOND_STAGE},{SECOND_STAGE}")
 
 
 def test_two_candidates_of_one_name_are_refused(capsys):
@@ -51,17 +57,33 @@ def test_workloads_pool_by_setting_and_the_frontier_takes_the_most_recall():
 
 
 @pytest.mark.slow
-def test_the_shipped_verifier_and_a_candidate_replay_a_development_workload(capsys):
-    second = ["--second-stage-candidate", f"same_second={SECOND_STAGE}"]
+def test_the_shipped_verifier_and_a_candidate_replay_a_development_workload(capsys, monkeypatch):
+    import inference.pair_verifier
+
+    loaded = []
+    load_verifier = inference.pair_verifier.load_verifier
+
+    def recording_load_verifier(base, folders, *, dtype, second_stage):
+        loaded.append((tuple(folders), str(second_stage)))
+        return load_verifier(base, folders, dtype=dtype, second_stage=second_stage)
+
+    monkeypatch.setattr(inference.pair_verifier, "load_verifier", recording_load_verifier)
+    second = ["--second-stage-candidate", f"same_second={SECOND_STAGE}/"]
     assert main(["--candidate", f"a={MODEL_A}", *second, "--workloads", "family_file_29", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert list(report["candidates"]) == ["shipped", "a", "same_second"]
     # A second-stage candidate keeps the shipped first stage: with the shipped second stage
     # under another name, every figure is the shipped verifier's.
     same = report["candidates"]["same_second"]
-    assert (
-        same["second_stage"] == SECOND_STAGE and same["folders"] == report["candidates"]["shipped"]["folders"]
-    )
+    # Each candidate's verifier was loaded with its own second stage (the trailing slash
+    # tells the candidate's from the shipped one's).
+    shipped_folders = tuple(report["candidates"]["shipped"]["folders"])
+    assert loaded == [
+        (shipped_folders, SECOND_STAGE),
+        ((MODEL_A,), SECOND_STAGE),
+        (shipped_folders, SECOND_STAGE + "/"),
+    ]
+    assert same["second_stage"] == SECOND_STAGE + "/" and same["folders"] == list(shipped_folders)
     assert {k: v for k, v in same.items() if k != "second_stage"} == {
         k: v for k, v in report["candidates"]["shipped"].items() if k != "second_stage"
     }

@@ -5,6 +5,7 @@ import gzip
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file, save_file
@@ -193,36 +194,65 @@ def test_a_gpu_asked_for_where_there_is_none_is_refused_before_any_work(tmp_path
 def test_a_delta_continues_from_init_and_keeps_its_record(training_files, base, tmp_path):
     from inference.pair_verifier import load_delta_model
 
-    top = ("--layers", "2", "--train-top-layers", "1", "--lr", "5")
+    top = ("--layers", "2", "--train-top-layers", "1")
     first = tmp_path / "first"
-    _train(training_files, first, "--steps", "4", *top)
-    continued = tmp_path / "continued"
-    record = _train(training_files, continued, "--steps", "2", "--init", str(first), *top)
+    _train(training_files, first, "--steps", "4", "--lr", "5", *top)
+    # With a learning rate of 0 the continued model is the first run's, not the base's
+    # (up to storing int8 rows again).
+    unmoved = tmp_path / "unmoved"
+    record = _train(training_files, unmoved, "--steps", "2", "--lr", "0", "--init", str(first), *top)
     assert record["total_steps"] == 6 and record["earlier_stages"][0]["steps"] == 4
     layer_1 = "bert.encoder.layer.1.output.dense.weight"
-    before, after = (load_delta_model(base, folder).state_dict()[layer_1] for folder in (first, continued))
+    before, after = (load_delta_model(base, folder).state_dict()[layer_1] for folder in (first, unmoved))
     untrained = build_cross_encoder(base, 2).state_dict()[layer_1]
-    # It went on from the first run's weights (far from the base's), and moved them further.
-    assert (after - untrained).abs().mean() > 0.5 * (before - untrained).abs().mean()
-    assert not torch.equal(before, after)
+    assert (before - untrained).abs().mean() > 0.05
+    torch.testing.assert_close(after, before, atol=1e-3, rtol=0)
+    # And with a learning rate it moves on from there.
+    moved = tmp_path / "moved"
+    _train(training_files, moved, "--steps", "2", "--lr", "5", "--init", str(first), *top)
+    assert (load_delta_model(base, moved).state_dict()[layer_1] - before).abs().mean() > 0.01
 
 
-def test_continuing_a_delta_with_fewer_trained_layers_is_refused(training_files, tmp_path, capsys):
-    first = tmp_path / "first"
-    _train(training_files, first, "--steps", "2", "--layers", "2", "--train-top-layers", "2")
-    fewer = ("--init", str(first), "--layers", "2", "--train-top-layers", "1")
+def _refused(training_files, tmp_path, capsys, *argv: str) -> str:
+    """The error of a refused run; the QQP file is absent, so a refusal that came after the
+    data was read would fail otherwise."""
     with pytest.raises(SystemExit):
-        _train(training_files, tmp_path / "next", "--steps", "1", *fewer)
-    error = capsys.readouterr().err
-    assert "bert.encoder.layer.0." in error and "train at least as many top layers" in error
+        main(["--qqp", str(tmp_path / "absent.gz"), "--out", str(tmp_path / "refused"), *argv])
+    return capsys.readouterr().err
 
 
-def test_a_whole_model_cannot_be_continued_as_a_delta(training_files, tmp_path, capsys):
+def test_an_init_that_cannot_continue_as_asked_is_refused_before_the_data_is_read(
+    training_files, base, tmp_path, capsys
+):
+    delta = tmp_path / "delta"
+    _train(training_files, delta, "--steps", "2", "--layers", "2", "--train-top-layers", "2")
     whole = tmp_path / "whole"
     _train(training_files, whole, "--steps", "2")
-    with pytest.raises(SystemExit):
-        _train(training_files, tmp_path / "next", "--init", str(whole), "--train-top-layers", "1")
-    assert "continues only an --init saved the same way" in capsys.readouterr().err
+    capsys.readouterr()
+
+    error = _refused(
+        training_files, tmp_path, capsys, "--init", str(delta), "--layers", "2", "--train-top-layers", "1"
+    )
+    assert "bert.encoder.layer.0." in error and "train at least as many top layers" in error
+    error = _refused(training_files, tmp_path, capsys, "--init", str(delta), "--train-top-layers", "1")
+    assert "has 2 layers, not --layers 6" in error
+    error = _refused(training_files, tmp_path, capsys, "--init", str(delta), "--layers", "2")
+    assert "continue it with --train-top-layers and --base" in error
+    error = _refused(training_files, tmp_path, capsys, "--init", str(whole), "--train-top-layers", "1")
+    assert "continues only an --init saved the same way" in error
+    error = _refused(training_files, tmp_path, capsys, "--init", str(tmp_path), "--layers", "2")
+    assert "not a trained verifier folder" in error
+
+
+def test_a_delta_over_another_kind_of_base_is_refused(training_files, base, tmp_path, capsys):
+    from inference.mpnet_base import mpnet_folder
+
+    delta = tmp_path / "delta"
+    _train(training_files, delta, "--steps", "2", "--layers", "2", "--train-top-layers", "2")
+    capsys.readouterr()
+    top = ("--layers", "2", "--train-top-layers", "2", "--base", str(mpnet_folder()))
+    error = _refused(training_files, tmp_path, capsys, "--init", str(delta), *top)
+    assert "was trained over a bert base" in error and "(mpnet)" in error
 
 
 def test_a_focused_run_records_what_the_focus_kept(training_files, tmp_path):
@@ -238,7 +268,28 @@ def test_a_focused_run_records_what_the_focus_kept(training_files, tmp_path):
     assert record["focus_min_cosine"] == 0.6 and record["focus_min_score"] == 0.1
 
 
-def test_the_focus_keeps_the_pairs_a_second_stage_reads_with_their_repeats(minilm):
+CLOSE_REWORDING = {"a": "How do I cancel my order?", "b": "How can I cancel my order?", "duplicate": True}
+FAR_APART = {"a": "How do I cancel my order?", "b": "What is the capital of France?", "duplicate": False}
+
+
+def test_the_focus_drops_pairs_under_the_cosine_and_keeps_repeats(minilm):
+    from inference.pair_focus import focused_pairs
+
+    def passes_everything(pairs):
+        return np.ones(len(pairs), dtype=np.float32)
+
+    repeated = {"a": CLOSE_REWORDING["b"], "b": CLOSE_REWORDING["a"], "duplicate": True}  # the same pair
+    examples = [CLOSE_REWORDING, FAR_APART, repeated]
+    assert focused_pairs(examples, minilm, passes_everything, min_cosine=0.6, min_score=0.1) == [
+        CLOSE_REWORDING,
+        repeated,
+    ]
+    # And every pair once its cosine is no bar.
+    assert focused_pairs(examples, minilm, passes_everything, min_cosine=-1.0, min_score=0.1) == examples
+
+
+def test_the_focus_drops_what_the_first_stage_does_not_pass(minilm):
+    from inference.pair_conflicts import vetoed
     from inference.pair_focus import focused_pairs
     from inference.pair_verifier import SHIPPED_MODELS, load_verifier
 
@@ -246,19 +297,17 @@ def test_the_focus_keeps_the_pairs_a_second_stage_reads_with_their_repeats(minil
     first_stage = load_verifier(
         str(base), tuple(map(str, SHIPPED_MODELS)), dtype="float32", second_stage=None
     )
-    rewording = {"a": "How do I cancel my order?", "b": "How can I cancel my order?", "duplicate": True}
-    examples = [
-        rewording,
-        {"a": "How can I cancel my order?", "b": "How do I cancel my order?", "duplicate": True},  # same pair
-        # Vetoed by the conflict checks (direction, opposites): the second stage never reads them.
+    near_misses = [
         {"a": "convert 10 USD to EUR", "b": "convert 10 EUR to USD", "duplicate": False},
         {
             "a": "How do I increase my credit limit?",
             "b": "How do I decrease my credit limit?",
             "duplicate": False,
         },
-        # Far apart: no threshold a namespace would set lets them meet.
-        {"a": "How do I cancel my order?", "b": "What is the capital of France?", "duplicate": False},
     ]
-    kept = focused_pairs(examples, minilm, first_stage.score, min_cosine=0.6, min_score=0.1)
-    assert kept == examples[:2]
+    # The conflict checks veto both (direction, opposites), so the second stage never reads them.
+    assert vetoed([(row["a"], row["b"]) for row in near_misses]).all()
+    kept = focused_pairs(
+        [CLOSE_REWORDING, *near_misses], minilm, first_stage.score, min_cosine=0.6, min_score=0.1
+    )
+    assert kept == [CLOSE_REWORDING]

@@ -70,7 +70,9 @@ def test_a_batch_scores_each_pair_as_alone_and_never_runs_the_model_on_a_vetoed_
     ]
     alone = np.array([verifier.score([pair])[0] for pair in pairs])
     together = verifier.score(pairs)
-    np.testing.assert_allclose(together, alone, atol=1e-5)
+    # bfloat16 kernels (AMX on Intel, for one) round differently for another batch shape:
+    # scores move by up to 1e-3 there. A score landing on another pair moves by far more.
+    np.testing.assert_allclose(together, alone, atol=1e-5 if verifier.dtype == "float32" else 5e-3)
     assert together[1] == 0.0 and together[0] > 0.5
 
     seen: list[tuple[str, str]] = []
