@@ -147,10 +147,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(
             f"--max-minutes must be above 0, not {args.max_minutes}: leave it out to train by steps alone"
         )
+    if args.train_top_layers is not None and not 1 <= args.train_top_layers <= args.layers:
+        parser.error(f"--train-top-layers {args.train_top_layers}: give 1 to --layers ({args.layers})")
     if args.init is not None:
         _check_init(args, parser)
-    elif args.train_top_layers is not None and not 1 <= args.train_top_layers <= args.layers:
-        parser.error(f"--train-top-layers {args.train_top_layers}: give 1 to --layers ({args.layers})")
     # Checked before the data is prepared, which takes a while.
     if torch.device(args.device).type == "cuda" and not torch.cuda.is_available():
         parser.error(
@@ -281,8 +281,6 @@ def _check_init(args, parser) -> None:
             f"--init {init} has {config['num_hidden_layers']} layers, not --layers {args.layers}: "
             f"give --layers {config['num_hidden_layers']}"
         )
-    if not 1 <= args.train_top_layers <= args.layers:
-        parser.error(f"--train-top-layers {args.train_top_layers}: give 1 to --layers ({args.layers})")
     base = args.base or _base_folder()
     base_type = json.loads((Path(base) / CONFIG_FILE).read_text()).get("model_type")
     if base_type != config.get("model_type"):

@@ -221,11 +221,18 @@ def _refused(training_files, tmp_path, capsys, *argv: str) -> str:
     return capsys.readouterr().err
 
 
-def test_an_init_that_cannot_continue_as_asked_is_refused_before_the_data_is_read(
-    training_files, base, tmp_path, capsys
-):
+@pytest.fixture
+def two_layer_delta(training_files, tmp_path) -> Path:
+    """A 2-layer MiniLM cross-encoder with both layers trained, stored as a delta."""
     delta = tmp_path / "delta"
     _train(training_files, delta, "--steps", "2", "--layers", "2", "--train-top-layers", "2")
+    return delta
+
+
+def test_an_init_that_cannot_continue_as_asked_is_refused_before_the_data_is_read(
+    training_files, two_layer_delta, tmp_path, capsys
+):
+    delta = two_layer_delta
     whole = tmp_path / "whole"
     _train(training_files, whole, "--steps", "2")
     capsys.readouterr()
@@ -244,14 +251,12 @@ def test_an_init_that_cannot_continue_as_asked_is_refused_before_the_data_is_rea
     assert "not a trained verifier folder" in error
 
 
-def test_a_delta_over_another_kind_of_base_is_refused(training_files, base, tmp_path, capsys):
+def test_a_delta_over_another_kind_of_base_is_refused(training_files, two_layer_delta, tmp_path, capsys):
     from inference.mpnet_base import mpnet_folder
 
-    delta = tmp_path / "delta"
-    _train(training_files, delta, "--steps", "2", "--layers", "2", "--train-top-layers", "2")
     capsys.readouterr()
     top = ("--layers", "2", "--train-top-layers", "2", "--base", str(mpnet_folder()))
-    error = _refused(training_files, tmp_path, capsys, "--init", str(delta), *top)
+    error = _refused(training_files, tmp_path, capsys, "--init", str(two_layer_delta), *top)
     assert "was trained over a bert base" in error and "(mpnet)" in error
 
 
