@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.common import QQP, WORKLOADS_FOLDER, embed_through_cache, quiet_environment
-from inference.pair_conflicts import vetoed
+from inference.pair_conflicts import checked
 from storage.config import DTYPES
 
 WORKLOADS = {
@@ -94,8 +94,10 @@ def qqp_heldout(limit: int | None, verifier, defaults) -> dict:
     candidates = cosine >= 0.5
     near = [(p["a"], p["b"]) for p, c in zip(pairs, candidates, strict=True) if c]
     learned = verifier.score(near, vetoes=False)  # the model runs once; the checks zero some
-    checked = np.where(vetoed(near), 0.0, learned)
-    for name, near_scores in (("learned_verifier_only", learned), ("verifier_and_checks", checked)):
+    from inference.pair_verifier import checked_scores
+
+    with_checks = checked_scores(learned, *checked(near))
+    for name, near_scores in (("learned_verifier_only", learned), ("verifier_and_checks", with_checks)):
         scores = np.zeros(len(pairs), dtype=np.float32)
         scores[candidates] = near_scores
         verified = [
@@ -126,7 +128,9 @@ def adversarial_replay(settings, workload: Path, verifier) -> dict:
     from orchestration.evaluation import effective_namespace, evaluate
 
     def vetoes_only(pairs: list[tuple[str, str]], at_least=None) -> np.ndarray:
-        return np.where(vetoed(pairs), 0.0, 1.0).astype(np.float32)
+        # Without a model nothing can be sure of a cautioned pair: it is not served either.
+        vetoed, cautioned = checked(pairs)
+        return np.where(vetoed | cautioned, 0.0, 1.0).astype(np.float32)
 
     runs = {
         "plain_cosine_0.8": ({"threshold": 0.8, "verify": False}, None),

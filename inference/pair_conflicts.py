@@ -15,7 +15,10 @@ vetoes a semantic hit whatever the score:
 - codes: model or version codes differ (S23 / S24, Python2 / Python3).
 - polarity: an odd number of flips between the two, counting a negation on one
   side only and each word swapped for its opposite (increase / decrease,
-  safe / unsafe). "not safe" against "unsafe" is two flips and passes.
+  safe / unsafe). "not safe" against "unsafe" is two flips and passes. A negation
+  alone vetoes only where the requests otherwise differ in a few words; in requests
+  reworded further it is a caution: the pair is served only where the verifier is
+  sure of it ("don't want Google Home listening" / "turn off its microphone").
 - direction: two things both requests name stand in the opposite order around a
   direction word (from Milan to Florence / from Florence to Milan, USD to EUR /
   EUR to USD).
@@ -111,8 +114,17 @@ _ENDINGS = frozenset(
     "ic ical ist ists ism y".split()
 )
 _NOUN = frozenset({"n"})
-# Past this many differing content words, polarity and units are left to the model.
-REWORDED_LIMIT = 1000
+# A negation on one side only vetoes where at most this many content words differ ("can" /
+# "can't dogs eat", "with" / "without a receipt"). Past it the requests were reworded, and a
+# negation is as often part of the telling ("I don't want Google Home listening" / "turn off
+# its microphone"): the pair is then only cautioned, served where the verifier is sure of it
+# (pair_verifier.CAUTIONED_MIN_SCORE). Among the development workloads' candidate pairs the
+# negation check vetoed, the near misses made by a negation alone changed 1 to 3 content
+# words, while 400 of the 406 pairs of one group changed more than 4 (benchmarks/RESULTS.md,
+# session 19).
+NEGATION_VETO_MAX_CHANGED = 4
+NEGATION = "negation on one side only"
+REWORDED_NEGATION = f"{NEGATION}, the requests otherwise reworded"
 # How many words a thing on either side of a direction word can span ("a community college").
 _PHRASE_WORDS = 3
 _DETERMINERS = frozenset("a an the my your our their his her its this that these those some".split())
@@ -698,15 +710,53 @@ def _substitution(ra: Reading, rb: Reading) -> tuple[str, str] | None:
     return one, other
 
 
-def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
-    """Why `a` and `b` cannot share an answer, or None when no check objects.
+@dataclass(frozen=True)
+class Assessment:
+    """The checks' verdict on a pair: a veto (never served), else perhaps a caution (served
+    only where the verifier is sure of it), else neither."""
 
-    The polarity and unit checks apply only where at most `max_changed` content words
-    differ (default REWORDED_LIMIT); past that the request was reworded, and a negative
-    meaning is often carried by a word ("toxic", "lost the receipt"): the model decides.
-    """
-    max_changed = REWORDED_LIMIT if max_changed is None else max_changed
+    veto: str | None
+    caution: str | None
+
+
+def assess(a: str, b: str) -> Assessment:
     ra, rb = read(a), read(b)
+    veto = _veto(ra, rb)
+    if veto is None and _flips(ra, rb).negation_only:
+        return Assessment(None, REWORDED_NEGATION)  # _veto let it pass for the words changed
+    return Assessment(veto, None)
+
+
+def conflict(a: str, b: str) -> str | None:
+    """Why `a` and `b` cannot share an answer, or None when no check objects."""
+    return assess(a, b).veto
+
+
+def caution(a: str, b: str) -> str | None:
+    """Why `a` and `b`, which no check vetoes, may share an answer only where the verifier is
+    sure of them; None when no check doubts them."""
+    return assess(a, b).caution
+
+
+@dataclass(frozen=True)
+class _Flips:
+    opposites: list[tuple[str, str]]
+    negation_only: bool  # an odd number of flips, none of them an opposite
+    changed: int  # content words on one side only
+
+
+def _flips(ra: Reading, rb: Reading) -> _Flips:
+    with_ordinals_a = _only(ra.bases + ra.ordinal_words, rb.bases + rb.ordinal_words)
+    with_ordinals_b = _only(rb.bases + rb.ordinal_words, ra.bases + ra.ordinal_words)
+    changed = [
+        w for w in (*with_ordinals_a, *with_ordinals_b) if w not in _STOPWORDS and w not in _DETERMINERS
+    ]
+    swaps = _opposite_swaps(ra, rb, with_ordinals_a, with_ordinals_b)
+    odd = (len(swaps) + (ra.negations - rb.negations) % 2) % 2 == 1
+    return _Flips(swaps if odd else [], odd and not swaps, len(changed))
+
+
+def _veto(ra: Reading, rb: Reading) -> str | None:
     numbers_a, numbers_b = ra.numbers - rb.numbers, rb.numbers - ra.numbers
     numbers_a, numbers_b = _unrefined(numbers_a, ra, numbers_b), _unrefined(numbers_b, rb, numbers_a)
     if numbers_a and numbers_b:
@@ -718,21 +768,15 @@ def conflict(a: str, b: str, max_changed: int | None = None) -> str | None:
     if codes_a and codes_b:
         return f"different codes: {', '.join(sorted(codes_a))} / {', '.join(sorted(codes_b))}"
     only_a, only_b = _only(ra.bases, rb.bases), _only(rb.bases, ra.bases)
-    with_ordinals_a = _only(ra.bases + ra.ordinal_words, rb.bases + rb.ordinal_words)
-    with_ordinals_b = _only(rb.bases + rb.ordinal_words, ra.bases + ra.ordinal_words)
-    changed = [
-        w for w in (*with_ordinals_a, *with_ordinals_b) if w not in _STOPWORDS and w not in _DETERMINERS
-    ]
-    swaps = _opposite_swaps(ra, rb, with_ordinals_a, with_ordinals_b)
-    negation_flip = (ra.negations - rb.negations) % 2
-    if len(changed) <= max_changed and (len(swaps) + negation_flip) % 2:
-        if swaps:
-            return "opposites: " + ", ".join(f"{x} / {y}" for x, y in swaps)
-        return "negation on one side only"
+    flips = _flips(ra, rb)
+    if flips.opposites:
+        return "opposites: " + ", ".join(f"{x} / {y}" for x, y in flips.opposites)
+    if flips.negation_only and flips.changed <= NEGATION_VETO_MAX_CHANGED:
+        return NEGATION
     direction = _direction_swap(ra.bases, rb.bases)
     if direction:
         return f"direction swapped: {direction[0]} and {direction[1]} in the opposite order"
-    unit = _unit_change(only_a, only_b) if len(changed) <= max_changed else None
+    unit = _unit_change(only_a, only_b)
     if unit:
         return f"different units: {unit[0]} / {unit[1]}"
     quantity = _quantity_change(ra, rb) or _quantity_change(rb, ra)
@@ -770,4 +814,13 @@ def _show(numbers: Counter) -> str:
 
 def vetoed(pairs: list[tuple[str, str]]) -> np.ndarray:
     """True where a check objects to the pair."""
-    return np.array([conflict(a, b) is not None for a, b in pairs], dtype=bool)
+    return checked(pairs)[0]
+
+
+def checked(pairs: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
+    """Two masks over the pairs: vetoed, and cautioned (served only at a high verifier score)."""
+    verdicts = [assess(a, b) for a, b in pairs]
+    return (
+        np.array([v.veto is not None for v in verdicts], dtype=bool),
+        np.array([v.caution is not None for v in verdicts], dtype=bool),
+    )

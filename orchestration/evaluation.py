@@ -9,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from inference.embedder import load_embedder
-from inference.pair_conflicts import conflict
+from inference.pair_conflicts import assess
 from inference.pair_verifier import VERIFIER_BASE_MODEL, load_verifier
 from storage.config import NamespaceSettings, Settings
 from storage.lookalikes import Verify
@@ -85,10 +85,11 @@ def evaluate(
     elif verify is None:
         verify = verifier_for(settings)
     vetoes: Counter = Counter()
+    cautions: Counter = Counter()
     with tempfile.TemporaryDirectory(prefix="infercache-evaluate-") as scratch:
         folder = store or Path(scratch)
         stores = ReplayStores(folder / "cache.duckdb", folder / "lance")
-        counted = _counting_vetoes(verify, vetoes) if verify is not None else None
+        counted = _counting_checks(verify, vetoes, cautions) if verify is not None else None
         wrong_hits: list[WrongHit] | None = [] if show_wrong > 0 else None
         report = replay_workload(
             rows, namespace, stores, embedder, embedder.dimension, counted, tenant, wrong_hits=wrong_hits
@@ -97,6 +98,8 @@ def evaluate(
         report["wrong_hit_examples"] = _described(wrong_hits[:show_wrong], verify)
     # Which conflict checks objected, over every candidate pair the verifier was asked about.
     report["candidates_vetoed_by_check"] = dict(vetoes.most_common()) if verify is not None else None
+    # ... and which only cautioned (served only where the verifier was sure of the pair).
+    report["candidates_cautioned_by_check"] = dict(cautions.most_common()) if verify is not None else None
     semantic = namespace.semantic
     report["settings"] = {
         "namespace": namespace.name,
@@ -127,12 +130,14 @@ def _described(wrong_hits: list[WrongHit], verify: Verify | None) -> list[dict]:
     ]
 
 
-def _counting_vetoes(verify: Verify, vetoes: Counter) -> Verify:
+def _counting_checks(verify: Verify, vetoes: Counter, cautions: Counter) -> Verify:
     def counted(pairs: list[tuple[str, str]], at_least=None):
         for a, b in pairs:
-            reason = conflict(a, b)
-            if reason:
-                vetoes[reason.split(":")[0]] += 1
+            verdict = assess(a, b)
+            if verdict.veto:
+                vetoes[verdict.veto.split(":")[0]] += 1
+            elif verdict.caution:
+                cautions[verdict.caution] += 1
         return verify(pairs, at_least=at_least)
 
     return counted

@@ -78,6 +78,7 @@ def test_evaluate_replays_a_workload_and_prints_one_json_document(tmp_path):
     assert plain["settings"]["verify"] is False and plain["settings"]["threshold"] == 0.9
     assert plain["lookups_per_s"] > 0
     assert plain["candidates_vetoed_by_check"] is None
+    assert plain["candidates_cautioned_by_check"] is None
     assert plain["settings"]["verifier_dtype"] is None  # no verifier ran
 
 
@@ -86,6 +87,9 @@ def test_evaluate_with_the_verifier_says_which_checks_vetoed(tmp_path):
         {"text": "How do I increase my credit limit?", "group": "up"},
         {"text": "How do I decrease my credit limit?", "group": "down"},
         {"text": "How can I get my credit limit decreased?", "group": "down"},
+        # A negation in reworded requests: cautioned, and the verifier is not sure enough.
+        {"text": "How do I turn on Wi-Fi calling on my iPhone?", "group": "enable"},
+        {"text": "iphone wifi calling enabled but doesn't work", "group": "broken"},
     ]
     workload = _workload(tmp_path, rows)
     verified = _cli(tmp_path, "evaluate", "--workload", str(workload), "--threshold", "0.5")
@@ -97,6 +101,9 @@ def test_evaluate_with_the_verifier_says_which_checks_vetoed(tmp_path):
     assert ran["verifier_dtype"] == ran["embedding_dtype"] == resolve_dtype("auto")
     assert verified["wrong_hits"] == 0
     assert verified["candidates_vetoed_by_check"]["opposites"] >= 2  # row 2 and row 3 against row 1
+    from inference.pair_conflicts import REWORDED_NEGATION
+
+    assert verified["candidates_cautioned_by_check"] == {REWORDED_NEGATION: 1}
 
 
 def test_evaluate_lists_wrong_hits_when_asked(tmp_path):

@@ -3,7 +3,17 @@ leaves rewordings alone."""
 
 import pytest
 
-from inference.pair_conflicts import conflict, read
+from inference.pair_conflicts import (
+    NEGATION,
+    REWORDED_NEGATION,
+    Assessment,
+    assess,
+    caution,
+    checked,
+    conflict,
+    read,
+    vetoed,
+)
 
 NEAR_MISSES = [
     ("Reset after 3 failed attempts", "Reset after 5 failed attempts", "different numbers"),
@@ -267,14 +277,60 @@ def test_a_negation_cancelled_by_an_opposite_passes():
     )
 
 
-def test_reworded_requests_are_left_to_the_model():
-    """A negation on one side of two requests that share little is not vetoed (the negative
-    meaning is often in a word: "toxic", "lost the receipt")."""
-    assert conflict("fruits toxic to dogs list", "Which fruits must dogs never eat?", max_changed=4) is None
-    assert (
-        conflict("fruits toxic to dogs list", "Which fruits must dogs never eat?", max_changed=1000)
-        is not None
+def test_a_negation_in_reworded_requests_cautions_instead_of_vetoing():
+    """A negation on one side of two requests that share little is part of the telling as
+    often as not ("toxic" / "never eat", "don't want it listening" / "switch off its
+    microphone"): the verifier must be sure of the pair, no check refuses it outright."""
+    reworded = [
+        ("fruits toxic to dogs list", "Which fruits must dogs never eat?"),
+        (
+            "I'm having a private conversation and don't want my Google Home listening. "
+            "How do I switch off its microphone?",
+            "stop google home from listening",
+        ),
+    ]
+    for a, b in reworded:
+        for first, second in ((a, b), (b, a)):
+            assert assess(first, second) == Assessment(None, REWORDED_NEGATION)
+            assert conflict(first, second) is None and caution(first, second) == REWORDED_NEGATION
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Which fruits can dogs eat?", "Which fruits can't dogs eat?"),
+        ("pancake recipe with eggs", "pancake recipe without eggs"),
+        (
+            "How do I grep for lines that don't contain the word error?",
+            "How do I grep for lines that contain the word error?",
+        ),
+        ("Fruits that are fine for dogs to eat?", "Fruits that dogs must not eat?"),
+    ],
+)
+def test_a_negation_that_changes_few_words_still_vetoes(a, b):
+    assert assess(a, b) == Assessment(NEGATION, None)
+
+
+def test_a_caution_never_hides_a_veto_after_it():
+    """The negation check no longer ends the checks early: a reworded pair that also swaps a
+    direction is vetoed for it."""
+    found = assess(
+        "I don't have euros yet and need to change 100 USD to EUR before my trip. What rate will I get?",
+        "100 EUR to USD rate",
     )
+    assert found.veto is not None and "direction" in found.veto and found.caution is None
+
+
+def test_the_masks_say_which_pairs_are_vetoed_and_which_cautioned():
+    pairs = [
+        ("Which fruits can dogs eat?", "Which fruits can't dogs eat?"),
+        ("fruits toxic to dogs list", "Which fruits must dogs never eat?"),
+        ("How do I boil an egg?", "How long do I boil an egg for?"),
+    ]
+    vetoed_mask, cautioned_mask = checked(pairs)
+    assert vetoed_mask.tolist() == [True, False, False]
+    assert cautioned_mask.tolist() == [False, True, False]
+    assert vetoed(pairs).tolist() == vetoed_mask.tolist()
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,26 @@ def test_a_vetoed_pair_is_never_accepted_whatever_the_model_says(verifier):
     assert first_stage.score([pair])[0] == 0.0 and verifier.score([pair])[0] == 0.0
 
 
+def test_a_cautioned_pair_is_served_only_where_both_stages_are_sure_of_it(verifier):
+    """A negation on one side of two reworded requests: the learned score stands from
+    CAUTIONED_MIN_SCORE up and is 0 under it. Both pairs come from development workloads."""
+    from inference.pair_conflicts import caution
+    from inference.pair_verifier import CAUTIONED_MIN_SCORE
+
+    sure = (
+        "waze mute voice",
+        "I like seeing the route on Waze, but I don't want it talking while I'm listening to podcasts. "
+        "How do I silence the voice?",
+    )
+    unsure = ("iphone wifi calling enabled but doesn't work", "How do I turn on Wi-Fi calling on my iPhone?")
+    assert caution(*sure) and caution(*unsure)
+    learned = verifier.score([sure, unsure], vetoes=False)
+    served = verifier.score([sure, unsure])
+    assert learned[0] >= CAUTIONED_MIN_SCORE and served[0] == pytest.approx(learned[0])
+    # Above the defaults' verify threshold (0.7): the near miss would be served but for the caution.
+    assert 0.7 <= learned[1] < CAUTIONED_MIN_SCORE and served[1] == 0.0
+
+
 def test_a_batch_scores_each_pair_as_alone_and_never_runs_the_model_on_a_vetoed_one(verifier):
     """Pairs are batched by length and vetoed ones skipped: each score must still land on
     its own pair, equal to scoring that pair alone."""
