@@ -136,6 +136,15 @@ _TIME_SPANS = (
     (re.compile(r"\b(?:a|one) century\b"), "100 years"),
     (re.compile(r"\b(?:a|one) fortnight\b"), "2 weeks"),
 )
+# A retirement plan named by its section and letter: "401(k)" is as often written "401k".
+_PLAN_SECTION = re.compile(r"\b(\d{3})\(([a-z])\)")
+# A race distance beside running or walking means kilometres, not thousands: "a 5k run",
+# "walking 5k", "running a 10K" (against "25k USD").
+_RACING = r"(?:run|race|walk|jog)[a-z]*"
+_RACE_DISTANCES = (
+    (re.compile(rf"\b(\d{{1,2}})k\b(?=\s+(?:[a-z]+\s+)?{_RACING})"), r"\1 km"),
+    (re.compile(rf"\b({_RACING}\s+(?:an?\s+|the\s+)?)(\d{{1,2}})k\b"), r"\1\2 km"),
+)
 # "25 degrees C", "25°F", "-40 deg F": the letter is the scale.
 _DEGREES = re.compile(r"(\d)\s*(?:[°º]\s*|\s+degrees?\s+|\s*deg\s+)([cfk])\b")
 _DEGREE_SCALES = {"c": "celsius", "f": "fahrenheit", "k": "kelvin"}
@@ -222,6 +231,9 @@ def words(text: str) -> list[str]:
     for pattern, replacement in _CONTRACTIONS:
         lowered = pattern.sub(replacement, lowered)
     lowered = _NOT_SUFFIX.sub(" not", lowered)
+    lowered = _PLAN_SECTION.sub(r"\1\2", lowered)
+    for pattern, replacement in _RACE_DISTANCES:
+        lowered = pattern.sub(replacement, lowered)
     lowered = _COUNTED_FROM_END.sub(r"\1 \2 \3", lowered)
     lowered = _HYPHEN.sub(lambda m: m.group(1) + (" " if m.group(1) in NUMBER_WORDS else ""), lowered)
     for pattern, replacement in _TIME_SPANS:

@@ -407,3 +407,13 @@ def test_a_swap_of_long_passages_is_found_fast_and_shown_short():
         "beta0 beta1 beta2 beta3 beta4 beta5 ...",
     )
     assert found == f"places traded: {shown_first} / {shown_second}"
+
+
+def test_a_plan_section_and_a_race_distance_read_alike_however_written():
+    assert read("my 401(k) in 2024").numbers == read("my 401k in 2024").numbers
+    for race in ("calories burned walking 5k", "How many calories does running a 5K use?", "a 5k run"):
+        assert read(race).quantities == {"5": "km"}, race
+    assert conflict("How many calories does a 5 km walk burn?", "calories burned walking 5k") is None
+    # Beside no run or walk, a "k" still means thousands.
+    assert read("a 5k salary bump").numbers == read("a 5,000 salary bump").numbers
+    assert "different numbers" in conflict("a 5k walk", "a 10 km walk")
