@@ -273,10 +273,13 @@ def _number_value(token: str) -> float | None:
 
 
 def _negative_by_prefix(word: str) -> bool:
-    """unsafe, uninsured, nonprofit; not uninstall or unlock (they undo), not nonstop."""
+    """unsafe, uninsured, nonprofit, nonrefundable; not uninstall or unlock (they undo), not
+    nonstop, and not a name whose rest is no word (Uniqlo, Unilever, unifunds.com)."""
     if not _NEGATIVE_PREFIX.match(word) or word == "nonstop":
         return False
     stem = word[3:] if word.startswith("non") else word[2:]
+    if not (parts_of_speech(stem) or (stem.endswith(("able", "ible")) and parts_of_speech(stem[:-4]))):
+        return False
     return _base_forms().get(stem, stem) not in REVERSIBLE and not any(
         stem.startswith(verb) for verb in REVERSIBLE
     )

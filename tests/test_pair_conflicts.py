@@ -417,3 +417,10 @@ def test_a_plan_section_and_a_race_distance_read_alike_however_written():
     # Beside no run or walk, a "k" still means thousands.
     assert read("a 5k salary bump").numbers == read("a 5,000 salary bump").numbers
     assert "different numbers" in conflict("a 5k walk", "a 10 km walk")
+
+
+def test_un_or_non_negates_only_a_word_and_not_a_name():
+    assert read("Is it unsafe?").negations == 1 and read("a nonrefundable fare").negations == 1
+    for name in ("Is Uniqlo legit?", "Unilever brands", "is unifunds legit"):
+        assert read(name).negations == 0, name
+    assert conflict("Is unifunds.com legit?", "Is unifunds legit?") is None
