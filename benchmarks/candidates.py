@@ -1,6 +1,6 @@
 """Compare pair-verifier candidates on the development workloads: `python -m benchmarks
 candidates --candidate NAME=FOLDER[,FOLDER...] ... [--second-stage-candidate NAME=FOLDER ...]
-[--workloads NAME ...] --json`.
+[--workloads NAME ...] [--grid] [--cosine-grid T ...] [--verify-grid V ...] --json`.
 
 Chooses among trained verifiers without replaying the holdouts that report quality (the
 third, fourth and statement holdouts). Each candidate (one verifier folder, or several
@@ -88,6 +88,14 @@ def pooled(points_by_workload: dict[str, list]) -> dict[tuple, list[int]]:
     return totals
 
 
+def pooled_grid(points_by_workload: dict[str, list]) -> list[dict]:
+    """Every setting with its pooled hits and wrong hits, in order of the settings."""
+    return [
+        {"threshold": threshold, "verify_threshold": verify, "served": served, "wrong": served - right}
+        for (threshold, verify), (served, right, _) in sorted(pooled(points_by_workload).items())
+    ]
+
+
 def _figures(served: int, right: int, positives: int) -> dict:
     return {
         "served": served,
@@ -136,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
         "instead of the shipped one",
     )
     parser.add_argument("--workloads", nargs="+", choices=sorted(WORKLOADS), default=DEFAULT_WORKLOADS)
+    parser.add_argument("--cosine-grid", type=float, nargs="+", default=COSINE_GRID, metavar="T")
+    parser.add_argument("--verify-grid", type=float, nargs="+", default=VERIFY_GRID, metavar="V")
+    parser.add_argument(
+        "--grid", action="store_true", help="also report every pooled setting of the grid (hits, wrong)"
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     names = ["shipped"] + [name for name, _ in args.candidate + args.second_stage_candidate]
@@ -150,9 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     settings = load_settings()
     semantic = settings.namespace("default").semantic
     defaults = (semantic.threshold, semantic.verify_threshold)
-    # The defaults are replayed whatever the grid holds (a calibrated namespace may sit between).
-    cosine_grid = tuple(sorted({*COSINE_GRID, defaults[0]}))
-    verify_grid = tuple(sorted({*VERIFY_GRID, defaults[1]}))
+    # The defaults and the strict setting are replayed whatever the grid holds (a calibrated
+    # namespace may sit between).
+    cosine_grid = tuple(sorted({*args.cosine_grid, defaults[0], STRICT[0]}))
+    verify_grid = tuple(sorted({*args.verify_grid, defaults[1], STRICT[1]}))
     base = str(settings.embedding_model(VERIFIER_BASE_MODEL).model_folder())
     workloads = {}
     for name in args.workloads:
@@ -177,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         report["candidates"][name] = {"folders": list(folders), "second_stage": second_stage} | summary(
             points, defaults
         )
+        if args.grid:
+            report["candidates"][name]["pooled_grid"] = pooled_grid(points)
     print(json.dumps(report, indent=2) if args.json else report)
     return 0
 

@@ -76,6 +76,7 @@ def _pair_metrics(served: np.ndarray, duplicate: np.ndarray) -> dict:
 def qqp_heldout(limit: int | None, verifier, defaults) -> dict:
     from inference.embedder import pair_cosines
     from inference.pair_data import read_pairs, split_by_question
+    from inference.pair_verifier import checked_scores
     from storage.calibration import operating_points
 
     _, heldout = split_by_question(read_pairs(QQP))
@@ -94,8 +95,6 @@ def qqp_heldout(limit: int | None, verifier, defaults) -> dict:
     candidates = cosine >= 0.5
     near = [(p["a"], p["b"]) for p, c in zip(pairs, candidates, strict=True) if c]
     learned = verifier.score(near, vetoes=False)  # the model runs once; the checks zero some
-    from inference.pair_verifier import checked_scores
-
     with_checks = checked_scores(learned, *checked(near))
     for name, near_scores in (("learned_verifier_only", learned), ("verifier_and_checks", with_checks)):
         scores = np.zeros(len(pairs), dtype=np.float32)

@@ -136,15 +136,11 @@ _TIME_SPANS = (
     (re.compile(r"\b(?:a|one) century\b"), "100 years"),
     (re.compile(r"\b(?:a|one) fortnight\b"), "2 weeks"),
 )
-# A retirement plan named by its section and letter: "401(k)" is as often written "401k".
-_PLAN_SECTION = re.compile(r"\b(\d{3})\(([a-z])\)")
-# A race distance beside running or walking means kilometres, not thousands: "a 5k run",
-# "walking 5k", "running a 10K" (against "25k USD").
-_RACING = r"(?:run|race|walk|jog)[a-z]*"
-_RACE_DISTANCES = (
-    (re.compile(rf"\b(\d{{1,2}})k\b(?=\s+(?:[a-z]+\s+)?{_RACING})"), r"\1 km"),
-    (re.compile(rf"\b({_RACING}\s+(?:an?\s+|the\s+)?)(\d{{1,2}})k\b"), r"\1\2 km"),
-)
+# US retirement plans are named by a tax-code section and a letter, written "401(k)" as
+# often as "401k": both read as one code, so 401(k) / 403(b) differ and "401k" is no
+# 401,000.
+_PLAN_SECTION = re.compile(r"\b(401|403|457)\(([abk])\)")
+_PLAN_CODE = re.compile(r"^(?:401|403|457)[abk]$")
 # "25 degrees C", "25°F", "-40 deg F": the letter is the scale.
 _DEGREES = re.compile(r"(\d)\s*(?:[°º]\s*|\s+degrees?\s+|\s*deg\s+)([cfk])\b")
 _DEGREE_SCALES = {"c": "celsius", "f": "fahrenheit", "k": "kelvin"}
@@ -232,8 +228,6 @@ def words(text: str) -> list[str]:
         lowered = pattern.sub(replacement, lowered)
     lowered = _NOT_SUFFIX.sub(" not", lowered)
     lowered = _PLAN_SECTION.sub(r"\1\2", lowered)
-    for pattern, replacement in _RACE_DISTANCES:
-        lowered = pattern.sub(replacement, lowered)
     lowered = _COUNTED_FROM_END.sub(r"\1 \2 \3", lowered)
     lowered = _HYPHEN.sub(lambda m: m.group(1) + (" " if m.group(1) in NUMBER_WORDS else ""), lowered)
     for pattern, replacement in _TIME_SPANS:
@@ -278,11 +272,22 @@ def _negative_by_prefix(word: str) -> bool:
     if not _NEGATIVE_PREFIX.match(word) or word == "nonstop":
         return False
     stem = word[3:] if word.startswith("non") else word[2:]
-    if not (parts_of_speech(stem) or (stem.endswith(("able", "ible")) and parts_of_speech(stem[:-4]))):
+    if not _is_word(stem):
         return False
     return _base_forms().get(stem, stem) not in REVERSIBLE and not any(
         stem.startswith(verb) for verb in REVERSIBLE
     )
+
+
+def _is_word(word: str) -> bool:
+    """A word WordNet lists, or an -able / -ible form of one (refundable, sharable, skippable)."""
+    if parts_of_speech(word):
+        return True
+    if not word.endswith(("able", "ible")):
+        return False
+    root = word[:-4]
+    undoubled = root[:-1] if len(root) > 2 and root[-1] == root[-2] else None
+    return any(parts_of_speech(form) for form in (root, root + "e", undoubled) if form)
 
 
 def _is_unit(base: str) -> bool:
@@ -506,7 +511,11 @@ def read(text: str) -> Reading:
             continue
         with_suffix = _NUMBER_WITH_SUFFIX.match(token)
         suffix = with_suffix.group(2) if with_suffix else ""
-        if with_suffix and (suffix in SCALE_SUFFIXES or _is_unit(base_form(suffix))):
+        if (
+            with_suffix
+            and not _PLAN_CODE.match(token)
+            and (suffix in SCALE_SUFFIXES or _is_unit(base_form(suffix)))
+        ):
             numbers[_key(float(with_suffix.group(1)) * SCALE_SUFFIXES.get(suffix, 1))] += 1
             if suffix not in SCALE_SUFFIXES:
                 bases.append(base_form(suffix))
@@ -736,8 +745,9 @@ class Assessment:
 
 def assess(a: str, b: str) -> Assessment:
     ra, rb = read(a), read(b)
-    veto = _veto(ra, rb)
-    if veto is None and _flips(ra, rb).negation_only:
+    flips = _flips(ra, rb)
+    veto = _veto(ra, rb, flips)
+    if veto is None and flips.negation_only:
         return Assessment(None, REWORDED_NEGATION)  # _veto let it pass for the words changed
     return Assessment(veto, None)
 
@@ -745,12 +755,6 @@ def assess(a: str, b: str) -> Assessment:
 def conflict(a: str, b: str) -> str | None:
     """Why `a` and `b` cannot share an answer, or None when no check objects."""
     return assess(a, b).veto
-
-
-def caution(a: str, b: str) -> str | None:
-    """Why `a` and `b`, which no check vetoes, may share an answer only where the verifier is
-    sure of them; None when no check doubts them."""
-    return assess(a, b).caution
 
 
 @dataclass(frozen=True)
@@ -771,7 +775,7 @@ def _flips(ra: Reading, rb: Reading) -> _Flips:
     return _Flips(swaps if odd else [], odd and not swaps, len(changed))
 
 
-def _veto(ra: Reading, rb: Reading) -> str | None:
+def _veto(ra: Reading, rb: Reading, flips: _Flips) -> str | None:
     numbers_a, numbers_b = ra.numbers - rb.numbers, rb.numbers - ra.numbers
     numbers_a, numbers_b = _unrefined(numbers_a, ra, numbers_b), _unrefined(numbers_b, rb, numbers_a)
     if numbers_a and numbers_b:
@@ -783,7 +787,6 @@ def _veto(ra: Reading, rb: Reading) -> str | None:
     if codes_a and codes_b:
         return f"different codes: {', '.join(sorted(codes_a))} / {', '.join(sorted(codes_b))}"
     only_a, only_b = _only(ra.bases, rb.bases), _only(rb.bases, ra.bases)
-    flips = _flips(ra, rb)
     if flips.opposites:
         return "opposites: " + ", ".join(f"{x} / {y}" for x, y in flips.opposites)
     if flips.negation_only and flips.changed <= NEGATION_VETO_MAX_CHANGED:

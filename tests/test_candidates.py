@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from benchmarks.candidates import _candidate, _second_stage_candidate, main, pooled, summary
+from benchmarks.candidates import _candidate, _second_stage_candidate, main, pooled, pooled_grid, summary
 from benchmarks.common import REPO
 from storage.calibration import Operating
 
@@ -54,6 +54,12 @@ def test_workloads_pool_by_setting_and_the_frontier_takes_the_most_recall():
     assert report["best_recall_at_precision"]["0.99"] == {"recall": 0.25, "setting": (0.8, 0.9)}
     assert report["best_recall_at_precision"]["0.97"] == {"recall": 39 / 60, "setting": (0.75, 0.8)}
     assert report["each_workload_at_defaults"]["one"]["wrong"] == 1
+    assert pooled_grid({"one": first, "two": second})[0] == {
+        "threshold": 0.72,
+        "verify_threshold": 0.7,
+        "served": 40,
+        "wrong": 2,
+    }
 
 
 @pytest.mark.slow
@@ -69,8 +75,16 @@ def test_the_shipped_verifier_and_a_candidate_replay_a_development_workload(caps
 
     monkeypatch.setattr(inference.pair_verifier, "load_verifier", recording_load_verifier)
     second = ["--second-stage-candidate", f"same_second={SECOND_STAGE}/"]
-    assert main(["--candidate", f"a={MODEL_A}", *second, "--workloads", "family_file_29", "--json"]) == 0
+    grid = ["--grid", "--cosine-grid", "0.75", "--verify-grid", "0.98"]
+    assert (
+        main(["--candidate", f"a={MODEL_A}", *second, *grid, "--workloads", "family_file_29", "--json"]) == 0
+    )
     report = json.loads(capsys.readouterr().out)
+    # The grid asked for, with the defaults and the strict setting always replayed.
+    settings = {
+        (row["threshold"], row["verify_threshold"]) for row in report["candidates"]["a"]["pooled_grid"]
+    }
+    assert settings == {(t, v) for t in (0.72, 0.75, 0.8) for v in (0.7, 0.9, 0.98)}
     assert list(report["candidates"]) == ["shipped", "a", "same_second"]
     # A second-stage candidate keeps the shipped first stage: with the shipped second stage
     # under another name, every figure is the shipped verifier's.

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from inference.pair_conflicts import REWORDED_NEGATION
+
 pytestmark = pytest.mark.slow
 
 COUNTED_PATHS = ("quarantined", "exact_hits", "semantic_hits", "folded", "model_calls", "failed")
@@ -101,8 +103,6 @@ def test_evaluate_with_the_verifier_says_which_checks_vetoed(tmp_path):
     assert ran["verifier_dtype"] == ran["embedding_dtype"] == resolve_dtype("auto")
     assert verified["wrong_hits"] == 0
     assert verified["candidates_vetoed_by_check"]["opposites"] >= 2  # row 2 and row 3 against row 1
-    from inference.pair_conflicts import REWORDED_NEGATION
-
     assert verified["candidates_cautioned_by_check"] == {REWORDED_NEGATION: 1}
 
 

@@ -5,10 +5,11 @@ import pytest
 
 from inference.pair_conflicts import (
     NEGATION,
+    NEGATION_VETO_MAX_CHANGED,
     REWORDED_NEGATION,
     Assessment,
+    _flips,
     assess,
-    caution,
     checked,
     conflict,
     read,
@@ -292,7 +293,6 @@ def test_a_negation_in_reworded_requests_cautions_instead_of_vetoing():
     for a, b in reworded:
         for first, second in ((a, b), (b, a)):
             assert assess(first, second) == Assessment(None, REWORDED_NEGATION)
-            assert conflict(first, second) is None and caution(first, second) == REWORDED_NEGATION
 
 
 @pytest.mark.parametrize(
@@ -309,6 +309,16 @@ def test_a_negation_in_reworded_requests_cautions_instead_of_vetoing():
 )
 def test_a_negation_that_changes_few_words_still_vetoes(a, b):
     assert assess(a, b) == Assessment(NEGATION, None)
+
+
+def test_the_negation_veto_ends_where_more_than_its_limit_of_words_differ():
+    """NEGATION_VETO_MAX_CHANGED content words on one side only (the negation counted) still
+    veto; one more cautions."""
+    at_limit = ("Which fruits can dogs eat?", "Which fruits can't puppies eat safely?")
+    past_it = ("Which fruits can dogs eat?", "Which fruits can't puppies eat safely daily?")
+    assert _flips(read(at_limit[0]), read(at_limit[1])).changed == NEGATION_VETO_MAX_CHANGED
+    assert assess(*at_limit) == Assessment(NEGATION, None)
+    assert assess(*past_it) == Assessment(None, REWORDED_NEGATION)
 
 
 def test_a_caution_never_hides_a_veto_after_it():
@@ -409,18 +419,17 @@ def test_a_swap_of_long_passages_is_found_fast_and_shown_short():
     assert found == f"places traded: {shown_first} / {shown_second}"
 
 
-def test_a_plan_section_and_a_race_distance_read_alike_however_written():
-    assert read("my 401(k) in 2024").numbers == read("my 401k in 2024").numbers
-    for race in ("calories burned walking 5k", "How many calories does running a 5K use?", "a 5k run"):
-        assert read(race).quantities == {"5": "km"}, race
-    assert conflict("How many calories does a 5 km walk burn?", "calories burned walking 5k") is None
-    # Beside no run or walk, a "k" still means thousands.
-    assert read("a 5k salary bump").numbers == read("a 5,000 salary bump").numbers
-    assert "different numbers" in conflict("a 5k walk", "a 10 km walk")
+def test_a_retirement_plan_is_one_code_however_written():
+    assert read("my 401(k) in 2024").codes == read("my 401k in 2024").codes == {"401k"}
+    assert read("my 401k in 2024").numbers == read("in 2024").numbers  # no 401,000
+    assert conflict("withdraw from my 401(k)", "withdraw from my 401k") is None
+    assert "different codes" in conflict("withdraw from my 401(k)", "withdraw from my 403(b)")
+    assert "different codes" in conflict("roll over a 401k", "roll over a 457b")
 
 
 def test_un_or_non_negates_only_a_word_and_not_a_name():
-    assert read("Is it unsafe?").negations == 1 and read("a nonrefundable fare").negations == 1
+    for word in ("unsafe", "nonrefundable", "unskippable", "unsharable", "noncancellable"):
+        assert read(f"is it {word}?").negations == 1, word
     for name in ("Is Uniqlo legit?", "Unilever brands", "is unifunds legit"):
         assert read(name).negations == 0, name
     assert conflict("Is unifunds.com legit?", "Is unifunds legit?") is None
