@@ -50,9 +50,9 @@ SECOND_STAGE_FLOOR = 0.1
 # requests: inference/pair_conflicts.py) is served only where the verifier scores it this
 # or more, near the top of what the two stages give (the surest such pair of the
 # development workloads scored 0.986); under it, it scores 0. Chosen on the development
-# workloads (session 19, stored pair scores): at 0.98 every setting of a grid of 63 served
-# up to 28 more hits and none more wrong (the defaults 1,011 with 18 wrong against 998
-# with 18); at 0.97, 28 of the 63 took a wrong hit more (benchmarks/RESULTS.md).
+# workloads (session 19, `benchmarks candidates --grid`): at 0.98 every setting of a grid
+# of 63 served up to 29 more hits and none more wrong (the defaults 1,011 with 18 wrong
+# against 998 with 18); at 0.97, 28 of the 63 took a wrong hit more (benchmarks/RESULTS.md).
 CAUTIONED_MIN_SCORE = 0.98
 WEIGHTS_FILE = "weights.safetensors"
 CONFIG_FILE = "config.json"
