@@ -744,6 +744,7 @@ class Assessment:
 
 
 def assess(a: str, b: str) -> Assessment:
+    """What the checks say of `a` and `b`: the first veto, else a caution, else neither."""
     ra, rb = read(a), read(b)
     flips = _flips(ra, rb)
     veto = _veto(ra, rb, flips)
