@@ -139,8 +139,9 @@ _TIME_SPANS = (
 # US retirement plans are named by a tax-code section and a letter, written "401(k)" as
 # often as "401k": both read as one code, so 401(k) / 403(b) differ and "401k" is no
 # 401,000.
-_PLAN_SECTION = re.compile(r"\b(401|403|457)\(([abk])\)")
-_PLAN_CODE = re.compile(r"^(?:401|403|457)[abk]$")
+_PLAN_SECTIONS, _PLAN_LETTERS = "401|403|457", "abk"
+_PLAN_SECTION = re.compile(rf"\b({_PLAN_SECTIONS})\(([{_PLAN_LETTERS}])\)")
+_PLAN_CODE = re.compile(rf"^(?:{_PLAN_SECTIONS})[{_PLAN_LETTERS}]$")
 # "25 degrees C", "25°F", "-40 deg F": the letter is the scale.
 _DEGREES = re.compile(r"(\d)\s*(?:[°º]\s*|\s+degrees?\s+|\s*deg\s+)([cfk])\b")
 _DEGREE_SCALES = {"c": "celsius", "f": "fahrenheit", "k": "kelvin"}
@@ -743,8 +744,12 @@ class Assessment:
     caution: str | None
 
 
+@lru_cache(maxsize=65536)
 def assess(a: str, b: str) -> Assessment:
-    """What the checks say of `a` and `b`: the first veto, else a caution, else neither."""
+    """What the checks say of `a` and `b`: the first veto, else a caution, else neither.
+
+    Cached, as `read` is: `evaluate` counts each candidate pair's verdict and then has the
+    verifier score the pair, which asks again."""
     ra, rb = read(a), read(b)
     flips = _flips(ra, rb)
     veto = _veto(ra, rb, flips)
