@@ -118,6 +118,7 @@ OPPOSITES: tuple[tuple[str, str], ...] = (
     ("fresh", "frozen"),
     ("raw", "cooked"),
     ("sweet", "sour"),
+    ("major", "minor"),
     ("loud", "quiet"),
     ("safe", "dangerous"),
     ("safe", "toxic"),

@@ -13,9 +13,11 @@ vetoes a semantic hit whatever the score:
   Ordinals are compared only with ordinals: "first aid for a toddler" / "... for a
   2 year old" is left alone.
 - codes: model or version codes differ (S23 / S24, Python2 / Python3).
-- polarity: an odd number of flips between the two, counting a negation on one
-  side only and each word swapped for its opposite (increase / decrease,
-  safe / unsafe). "not safe" against "unsafe" is two flips and passes. A negation
+- bounds: one side bounds a number both name from below, the other from above
+  ("a minimum of 20 GB" / "20 GB or less"); inference/pair_bounds.py.
+- polarity: a word swapped for its opposite (increase / decrease, safe / unsafe,
+  a late check-out / an early check-in), or a negation on one side only. A negation
+  cancels one opposite: "not safe" against "unsafe" passes. A negation
   alone vetoes only where the requests otherwise differ in a few words; in requests
   reworded further it is a caution: the pair is served only where the verifier is
   sure of it ("don't want Google Home listening" / "turn off its microphone").
@@ -69,6 +71,7 @@ from inference.lexicon import (
     UNIT_KINDS,
     VARIANTS,
 )
+from inference.pair_bounds import Bound, opposite_bounds, read_bounds
 from inference.pair_places import traded_places
 from inference.pair_undoing import undone_by_first
 from inference.wordnet import lemmas, parts_of_speech, share_a_sense
@@ -96,6 +99,10 @@ _CONTRACTIONS = (
     (re.compile(r"\b(do|does|did|is|are|was|were|should|would|could|has|have|had|must)n'?t\b"), r"\1 not"),
 )
 _NOT_SUFFIX = re.compile(r"n't\b")
+# A verb and its particle written as one word or hyphenated read as the two words ("check-in",
+# "checkout", "login", "sign-up"), so that "check in" / "checkout" are the particles' opposites
+# and "login" / "log in" the same words.
+_PHRASAL_COMPOUND = re.compile(r"\b(?:(check)-?(in|out)|(log|sign)-?(in|out|on|up))\b")
 # "non-compete" = "noncompete", "wi-fi" = "wifi"; spelled numbers keep their parts ("twenty-five").
 _HYPHEN = re.compile(r"\b([a-z]+)-(?=[a-z])")
 # "second-to-last" keeps its words: a position counted from the end (see _from_the_end).
@@ -228,6 +235,7 @@ def words(text: str) -> list[str]:
     for pattern, replacement in _CONTRACTIONS:
         lowered = pattern.sub(replacement, lowered)
     lowered = _NOT_SUFFIX.sub(" not", lowered)
+    lowered = _PHRASAL_COMPOUND.sub(lambda m: " ".join(part for part in m.groups() if part), lowered)
     lowered = _PLAN_SECTION.sub(r"\1\2", lowered)
     lowered = _COUNTED_FROM_END.sub(r"\1 \2 \3", lowered)
     lowered = _HYPHEN.sub(lambda m: m.group(1) + (" " if m.group(1) in NUMBER_WORDS else ""), lowered)
@@ -256,6 +264,7 @@ class Reading:
     # one-word swap check leaves it out, or "1st album" / "debut album" would be a swap.
     ordinal_words: tuple[str, ...]
     tokens: tuple[str, ...]  # the words as read, for the undoing check (pair_undoing)
+    bounds: frozenset[Bound]  # which way it bounds its numbers: "at least 20 GB" (pair_bounds)
 
 
 def _number_value(token: str) -> float | None:
@@ -541,7 +550,10 @@ def read(text: str) -> Reading:
         bases.append(base_form(token))
     if spelled.active:
         numbers[spelled.finish()] += 1
-    negations = sum(1 for b in bases if b in NEGATIONS or _negative_by_prefix(b))
+    bounds = read_bounds(tuple(tokens))
+    # "no more than $500" bounds a number and negates nothing.
+    bound_negations = sum(1 for bound in bounds for word in bound.words if word in NEGATIONS)
+    negations = sum(1 for b in bases if b in NEGATIONS or _negative_by_prefix(b)) - bound_negations
     variants = frozenset(
         token
         for i, token in enumerate(tokens)
@@ -558,6 +570,7 @@ def read(text: str) -> Reading:
         ordinals,
         tuple(ordinal_words),
         tuple(tokens),
+        bounds,
     )
 
 
@@ -776,9 +789,24 @@ def _flips(ra: Reading, rb: Reading) -> _Flips:
     changed = [
         w for w in (*with_ordinals_a, *with_ordinals_b) if w not in _STOPWORDS and w not in _DETERMINERS
     ]
-    swaps = _opposite_swaps(ra, rb, with_ordinals_a, with_ordinals_b)
-    odd = (len(swaps) + (ra.negations - rb.negations) % 2) % 2 == 1
-    return _Flips(swaps if odd else [], odd and not swaps, len(changed))
+    # Two bounds are the bounds check's to judge, alike ("a minimum of 20 GB" / "20 GB or more")
+    # or on two numbers ("delayed over 3 hours" / "a flight under 1,500 km"); a bound against
+    # a plain word stays a swap ("more than one year" / "less than a year").
+    bound_a, bound_b = _bound_words(ra), _bound_words(rb)
+    swaps = [
+        (word, other)
+        for word, other in _opposite_swaps(ra, rb, with_ordinals_a, with_ordinals_b)
+        if not (word in bound_a and other in bound_b)
+    ]
+    negated = (ra.negations - rb.negations) % 2
+    # A negation cancels one opposite ("not safe" / "unsafe"); two opposites do not cancel
+    # each other ("a late check-out" / "an early check-in").
+    flipped = len(swaps) > negated
+    return _Flips(swaps if flipped else [], negated == 1 and not swaps, len(changed))
+
+
+def _bound_words(reading: Reading) -> set[str]:
+    return {base_form(word) for bound in reading.bounds for word in bound.words}
 
 
 def _veto(ra: Reading, rb: Reading, flips: _Flips) -> str | None:
@@ -792,6 +820,9 @@ def _veto(ra: Reading, rb: Reading, flips: _Flips) -> str | None:
     codes_a, codes_b = ra.codes - rb.codes, rb.codes - ra.codes
     if codes_a and codes_b:
         return f"different codes: {', '.join(sorted(codes_a))} / {', '.join(sorted(codes_b))}"
+    bounds = opposite_bounds(ra.bounds, rb.bounds)
+    if bounds:
+        return f"opposite bounds: {bounds[1]} {bounds[0]} / {bounds[2]} {bounds[0]}"
     only_a, only_b = _only(ra.bases, rb.bases), _only(rb.bases, ra.bases)
     if flips.opposites:
         return "opposites: " + ", ".join(f"{x} / {y}" for x, y in flips.opposites)

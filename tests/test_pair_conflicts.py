@@ -3,6 +3,7 @@ leaves rewordings alone."""
 
 import pytest
 
+from inference.pair_bounds import ABOVE, BELOW
 from inference.pair_conflicts import (
     NEGATION,
     NEGATION_VETO_MAX_CHANGED,
@@ -21,7 +22,17 @@ NEAR_MISSES = [
     ("Logs from March 3, 2025", "Logs from 2025-03-04", "different numbers"),
     ("Battery life of the Galaxy S23", "Battery life of the Galaxy S24", "different codes"),
     ("How do I increase my credit limit?", "How can I get my credit limit decreased?", "opposites"),
-    ("List laptops priced under $800", "Which laptops cost more than $800?", "opposites"),
+    ("List laptops priced under $800", "Which laptops cost more than $800?", "opposite bounds"),
+    # A bound is read as a phrase: "minimum" sits at the low end of a scale, and asks for more.
+    ("I need a minimum of 20 GB of data", "plans with twenty gigabytes of data or less", "opposite bounds"),
+    ("phone plans 20gb or more", "Show me phone plans with at most 20 GB of data.", "opposite bounds"),
+    ("apps for iOS 16 and later", "apps for iOS 16 or earlier", "opposite bounds"),
+    ("How do I play F minor on guitar?", "Show me how to form F major on a guitar.", "opposites"),
+    # "check-in" / "checkout" are read as the verb and its particle, whose opposite is the other's.
+    ("standard check-in hour for Marriott", "What time do I have to check out of a Marriott?", "in / out"),
+    # Two opposites do not cancel each other: only a negation cancels one.
+    ("How can I request a late check-out at a hotel?", "hotel early check in", "opposites"),
+    ("my resting heart rate is below 50, why?", "high resting heart rate causes", "opposites"),
     ("How do I turn on 2FA on GitHub?", "How do I turn off 2FA on GitHub?", "opposites"),
     ("Which fruits can dogs eat?", "Which fruits can't dogs eat?", "negation"),
     ("Is codeine safe while breastfeeding?", "Is codeine unsafe while breastfeeding?", "negation"),
@@ -240,6 +251,16 @@ PARAPHRASES = [
     ("what is 7 times 8", "what is 8 times 7"),
 ]
 
+BOUNDED_ALIKE = [
+    # Bounds the same way, however written, and bounds of two different things.
+    ("I need a minimum of 20 GB of data a month", "plans with 20 GB or more"),
+    ("laptops for no more than $500", "laptops under $500"),
+    ("kids 12 and under eat free", "do children under 12 eat free"),
+    ("flight delayed over 3 hours, compensation?", "payout for a 3 hour delay on a flight under 1,500 km"),
+    ("iPhone 15 Pro Max battery", "iphone 15 pro max battery life"),
+    ("gmail log in", "gmail login"),
+]
+
 
 @pytest.mark.parametrize(("a", "b", "reason"), NEAR_MISSES)
 def test_near_misses_are_vetoed_with_a_reason(a, b, reason):
@@ -417,6 +438,23 @@ def test_a_swap_of_long_passages_is_found_fast_and_shown_short():
         "beta0 beta1 beta2 beta3 beta4 beta5 ...",
     )
     assert found == f"places traded: {shown_first} / {shown_second}"
+
+
+@pytest.mark.parametrize(("a", "b"), BOUNDED_ALIKE)
+def test_bounds_the_same_way_or_of_different_things_pass(a, b):
+    assert conflict(a, b) is None
+    assert conflict(b, a) is None
+
+
+def test_a_bound_is_read_before_or_after_its_number():
+    def directions(text):
+        return {(bound.direction, bound.number) for bound in read(text).bounds}
+
+    assert directions("at least 20 GB") == directions("twenty GB of data or more") == {(ABOVE, "20")}
+    assert directions("up to $500") == directions("500 dollars or less") == {(BELOW, "500")}
+    assert directions("over the weekend") == directions("a minimum wage job") == set()
+    assert directions("over 18 and under 65") == {(ABOVE, "18"), (BELOW, "65")}
+    assert conflict("ages 18 and over", "ages between 18 and 65") is None
 
 
 def test_a_retirement_plan_is_one_code_however_written():
