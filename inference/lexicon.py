@@ -2,7 +2,7 @@
 
 General English, written as data for the checks in inference/pair_conflicts.py.
 Entries are base forms; inflected forms (thinner, cheapest, disabled, logs) are
-derived in pair_conflicts.base_form.
+derived in pair_reading.base_form.
 """
 
 from __future__ import annotations

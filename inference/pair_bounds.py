@@ -105,7 +105,7 @@ def _number_before(tokens: tuple[str, ...], position: int) -> str | None:
 
 
 def read_bounds(tokens: tuple[str, ...]) -> frozenset[Bound]:
-    """The bounds a request's words (pair_conflicts.words) set on its numbers."""
+    """The bounds a request's words (pair_reading.words) set on its numbers."""
     bounds: set[Bound] = set()
     position = 0
     while position < len(tokens):

@@ -135,7 +135,7 @@ class Doings:
 
 @lru_cache(maxsize=4096)
 def doings(tokens: tuple[str, ...]) -> Doings:
-    """What a request's words (pair_conflicts.Reading.tokens) ask to do, do again and undo."""
+    """What a request's words (pair_reading.Reading.tokens) ask to do, do again and undo."""
     forms = _forms()
     doing, naming = forms.doing, forms.naming
     named = {naming[token] for token in tokens if token in naming}

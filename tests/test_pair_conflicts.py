@@ -13,9 +13,9 @@ from inference.pair_conflicts import (
     assess,
     checked,
     conflict,
-    read,
     vetoed,
 )
+from inference.pair_reading import read
 
 NEAR_MISSES = [
     ("Reset after 3 failed attempts", "Reset after 5 failed attempts", "different numbers"),
