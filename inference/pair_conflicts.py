@@ -376,7 +376,7 @@ def _veto(ra: Reading, rb: Reading, flips: _Flips) -> str | None:
         return "opposites: " + ", ".join(f"{x} / {y}" for x, y in flips.opposites)
     if flips.negation_only and flips.changed <= NEGATION_VETO_MAX_CHANGED:
         return NEGATION
-    direction = _direction_swap(ra.bases, rb.bases)
+    direction = _direction_swap(ra.bases, rb.bases) or _direction_swap(rb.bases, ra.bases)
     if direction:
         return f"direction swapped: {direction[0]} and {direction[1]} in the opposite order"
     unit = _unit_change(only_a, only_b)
