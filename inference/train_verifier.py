@@ -117,6 +117,13 @@ def _parser() -> argparse.ArgumentParser:
         help="end training after this long; the learning rate then decays over the time, not the steps",
     )
     parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument(
+        "--positive-weight",
+        type=float,
+        default=1.0,
+        help="weight of a duplicate's loss against a non-duplicate's (under 1: near misses count more, "
+        "for a stricter score)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, required=True, help="folder to write the model to")
     parser.add_argument("--init", type=Path, default=None, help="continue from a trained verifier folder")
@@ -208,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     model.train()
     parameters = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(parameters, lr=args.lr, weight_decay=0.01)
-    loss_fn = torch.nn.BCEWithLogitsLoss()
+    loss_fn = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor(args.positive_weight, device=args.device))
     started = time.perf_counter()
     steps_done, running = 0, torch.zeros((), device=args.device)
     for step in range(args.steps):
@@ -412,6 +419,7 @@ def _save(
         "examples_seen": steps * args.batch,
         "training_examples": getattr(args, "training_examples", 0),  # one pass, repeats included
         "learning_rate": args.lr,
+        "positive_weight": args.positive_weight,
         "seed": args.seed,
         "dtype": args.dtype,
         "device": args.device,

@@ -39,7 +39,7 @@ NEAR_MISSES = [
     ("Last train from Milan to Florence tonight", "Last train from Florence to Milan tonight", "direction"),
     ("Convert 250 USD to EUR.", "250 EUR to USD - what's the amount?", "direction"),
     # Found whichever request comes first (once only the second order found it).
-    ("I need to turn degrees Celsius into Fahrenheit", "I need to turn degrees Farenheit into Celsius", "direction"),
+    ("turn degrees Celsius into Fahrenheit", "turn degrees Farenheit into Celsius", "direction"),
     (
         "At 100 Mbps, how long does a 10 GB download take?",
         "At 100 MB/s, how long does a 10 GB download take?",

@@ -316,3 +316,15 @@ def test_the_focus_drops_what_the_first_stage_does_not_pass(minilm):
         [CLOSE_REWORDING, *near_misses], minilm, first_stage.score, min_cosine=0.6, min_score=0.1
     )
     assert kept == [CLOSE_REWORDING]
+
+
+def test_a_positive_weight_under_one_trains_a_stricter_score(training_files, base, tmp_path):
+    scores = {}
+    for weight in ("1.0", "0.1"):
+        out = tmp_path / f"verifier-{weight}"
+        record = _train(training_files, out, "--steps", "8", "--seed", "5", "--positive-weight", weight)
+        assert record["positive_weight"] == float(weight)
+        pairs = [(a, b) for a, b, _ in PAIRS]
+        scores[weight] = PairVerifier.load(base, (out,)).score(pairs, vetoes=False).mean()
+    # Near misses weigh ten times a duplicate: every pair scores lower.
+    assert scores["0.1"] < scores["1.0"]
