@@ -38,8 +38,12 @@ NEAR_MISSES = [
     ("Is codeine safe while breastfeeding?", "Is codeine unsafe while breastfeeding?", "negation"),
     ("Last train from Milan to Florence tonight", "Last train from Florence to Milan tonight", "direction"),
     ("Convert 250 USD to EUR.", "250 EUR to USD - what's the amount?", "direction"),
-    # Found whichever request comes first (once only the second order found it).
-    ("turn degrees Celsius into Fahrenheit", "turn degrees Farenheit into Celsius", "direction"),
+    # Found whichever request comes first (once only one order found it).
+    (
+        "I have a dozen tabs open and want to go one tab back to the left without the mouse. Shortcut?",
+        "What's the shortcut to go to the tab on the right in Chrome?",
+        "direction",
+    ),
     (
         "At 100 Mbps, how long does a 10 GB download take?",
         "At 100 MB/s, how long does a 10 GB download take?",
