@@ -192,10 +192,14 @@ def _directed_pairs(bases: tuple[str, ...]) -> set[tuple[str, str]]:
 
 
 def _direction_swap(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, str] | None:
-    pairs_b = _directed_pairs(b)
-    for x, y in sorted(_directed_pairs(a)):
-        if (y, x) in pairs_b and (x, y) not in pairs_b:
-            return x, y
+    """Two things one side names in one order around a direction word and the other side
+    only in the opposite order; looked for from both sides, so the order of the two
+    requests changes nothing."""
+    pairs_a, pairs_b = _directed_pairs(a), _directed_pairs(b)
+    for own, other in ((pairs_a, pairs_b), (pairs_b, pairs_a)):
+        for x, y in sorted(own):
+            if (y, x) in other and (x, y) not in other:
+                return x, y
     return None
 
 
@@ -376,7 +380,7 @@ def _veto(ra: Reading, rb: Reading, flips: _Flips) -> str | None:
         return "opposites: " + ", ".join(f"{x} / {y}" for x, y in flips.opposites)
     if flips.negation_only and flips.changed <= NEGATION_VETO_MAX_CHANGED:
         return NEGATION
-    direction = _direction_swap(ra.bases, rb.bases) or _direction_swap(rb.bases, ra.bases)
+    direction = _direction_swap(ra.bases, rb.bases)
     if direction:
         return f"direction swapped: {direction[0]} and {direction[1]} in the opposite order"
     unit = _unit_change(only_a, only_b)
