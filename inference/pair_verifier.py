@@ -37,15 +37,24 @@ SHIPPED_MODELS = (INFERENCE_FOLDER / "verifier_model_a", INFERENCE_FOLDER / "ver
 # The second stage: a 12-layer cross-encoder on all-mpnet-base-v2 (its 6 upper layers and
 # head trained, the rest MPNet's own, from the registry: inference/mpnet_base.py). A pair
 # the first stage passes is served only if the second passes it too: the score is the
-# lower of the two. MPNet knows more of the world than MiniLM: on the unseen third and
-# fourth holdouts the pair alone served 559 hits with 30 wrong at the defaults, the two
-# stages 516 with 14 (benchmarks/RESULTS.md, "A second stage on MPNet").
+# lower of the two, or the second's own where it is sure (SECOND_STAGE_SURE). MPNet knows
+# more of the world than MiniLM: on the unseen third and fourth holdouts the pair alone
+# served 559 hits with 30 wrong at the defaults, the two stages 516 with 14
+# (benchmarks/RESULTS.md, "A second stage on MPNet").
 SECOND_STAGE_MODEL = INFERENCE_FOLDER / "verifier_model_mpnet"
 # The second stage reads every pair the first scores at this or more, so any verify
 # threshold from here up (calibration's grid starts at 0.1) sees both stages; a pair the
 # first stage scores under it scores 0, so a lower threshold acts as this one and nothing
 # is ever served on the first stage alone.
 SECOND_STAGE_FLOOR = 0.1
+# Where the second stage is at its surest, the first stage's doubt adds little: of the
+# development workloads' candidate pairs (session 21, stored scores) that the second stage
+# scores at 0.97 or more and the first at 0.5 or more, 1,323 are of one group and 24 are
+# not; 139 of them the first stage scores under 0.97, 132 of one group. There the served
+# score is the second stage's own, elsewhere the lower of the two (benchmarks/RESULTS.md,
+# "A sure second stage").
+SECOND_STAGE_SURE = 0.97
+SURE_FIRST_STAGE_MIN = 0.5
 # A pair the conflict checks caution against (a negation on one side of two reworded
 # requests: inference/pair_conflicts.py) is served only where the verifier scores it this
 # or more, near the top of what the two stages give (the surest such pair of the
@@ -82,7 +91,7 @@ def build_cross_encoder(base_folder: Path, num_layers: int):
 class PairVerifier:
     """One cross-encoder, or several whose logits are averaged (all on one tokenizer),
     computed in `dtype` (inference/dtypes.py); with a `second_stage` verifier, a pair this
-    one scores at SECOND_STAGE_FLOOR or more scores the lower of the two, and one under it 0."""
+    one scores at SECOND_STAGE_FLOOR or more scores as two_stage_scores says, and one under it 0."""
 
     def __init__(
         self, models: list, tokenizer, dtype: str = "float32", second_stage: PairVerifier | None = None
@@ -129,9 +138,10 @@ class PairVerifier:
         rest are batched by length so that little of each batch is padding.
 
         `at_least` gives the threshold each pair's score will be held to. With a second
-        stage, a pair the first stage scores under its threshold scores 0 without reading
-        the second: the lower of the two could not reach the threshold either, so every
-        decision at those thresholds is the same, for a fraction of the larger model's time.
+        stage, a pair the first stage scores under both its threshold and
+        SURE_FIRST_STAGE_MIN scores 0 without reading the second: no served score
+        (two_stage_scores) could reach the threshold, so every decision at those
+        thresholds is the same, for a fraction of the larger model's time.
         """
         scores = np.zeros(len(pairs), dtype=np.float32)
         vetoed, cautioned = checked(pairs) if vetoes else (np.zeros(len(pairs), dtype=bool),) * 2
@@ -147,15 +157,24 @@ class PairVerifier:
                 logits = self.logits([ordered[i] for i in batch])
                 scores[to_score[batch]] = torch.sigmoid(logits).cpu().numpy()
         if self.second_stage is not None:
-            floor = np.maximum(SECOND_STAGE_FLOOR, 0.0 if at_least is None else np.asarray(at_least))
-            # A cautioned pair the first stage scores under the bar cannot reach it either.
-            floor = np.where(cautioned, np.maximum(floor, CAUTIONED_MIN_SCORE), floor)
+            bar = np.zeros(len(pairs)) if at_least is None else np.asarray(at_least, dtype=float)
+            # A cautioned pair is held to CAUTIONED_MIN_SCORE at least.
+            bar = np.where(cautioned, np.maximum(bar, CAUTIONED_MIN_SCORE), bar)
+            floor = np.maximum(SECOND_STAGE_FLOOR, np.minimum(bar, SURE_FIRST_STAGE_MIN))
             passed = np.flatnonzero(scores >= floor)
             scores[scores < floor] = 0.0
             if len(passed):
                 second = self.second_stage.score([pairs[i] for i in passed], vetoes=False)
-                scores[passed] = np.minimum(scores[passed], second)
+                scores[passed] = two_stage_scores(scores[passed], second)
         return checked_scores(scores, vetoed, cautioned)
+
+
+def two_stage_scores(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The served score of pairs both stages read: the second stage's own where it is at
+    its surest (SECOND_STAGE_SURE) and the first stage scores SURE_FIRST_STAGE_MIN or
+    more, the lower of the two elsewhere."""
+    sure = (second >= SECOND_STAGE_SURE) & (first >= SURE_FIRST_STAGE_MIN)
+    return np.where(sure, second, np.minimum(first, second)).astype(np.float32)
 
 
 def checked_scores(learned: np.ndarray, vetoed: np.ndarray, cautioned: np.ndarray) -> np.ndarray:

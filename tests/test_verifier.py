@@ -66,7 +66,10 @@ def test_a_cautioned_pair_is_served_only_where_both_stages_are_sure_of_it(verifi
         "I like seeing the route on Waze, but I don't want it talking while I'm listening to podcasts. "
         "How do I silence the voice?",
     )
-    unsure = ("iphone wifi calling enabled but doesn't work", "How do I turn on Wi-Fi calling on my iPhone?")
+    unsure = (
+        "turn off notifications for a group on whatsapp",
+        "I was added to a neighborhood group on WhatsApp that I don't want to be in. How do I get out of it?",
+    )
     assert checked([sure, unsure])[1].all()  # both cautioned, neither vetoed
     learned = verifier.score([sure, unsure], vetoes=False)
     # Above the defaults' verify threshold (0.7): the near miss would be served but for the caution.
@@ -192,7 +195,8 @@ def test_the_second_stage_turns_down_near_misses_the_first_passes_and_keeps_rewo
     assert (first_only.score(near_misses) > 0.9).all()  # the first stage alone serves them
     assert (verifier.score(near_misses) < 0.3).all()
     assert (verifier.score(rewordings) > 0.8).all()
-    # The second stage only reads pairs the first passes at SECOND_STAGE_FLOOR: the lower score.
+    # The second stage only reads pairs the first passes at SECOND_STAGE_FLOOR; these score
+    # the lower of the two (none is one the second stage is sure of and the first doubts).
     pairs = near_misses + rewordings + [("How do I cancel my order?", "How do I cancel my subscription?")]
     both, first = verifier.score(pairs), first_only.score(pairs)
     assert (both <= first + 1e-6).all() and both[-1] == first[-1] == 0.0
@@ -201,6 +205,24 @@ def test_the_second_stage_turns_down_near_misses_the_first_passes_and_keeps_rewo
     unrelated = [("What is the capital of France?", "How do I bake sourdough bread at home?")]
     assert 0.0 < first_only.score(unrelated, vetoes=False)[0] < SECOND_STAGE_FLOOR
     assert verifier.score(unrelated, vetoes=False)[0] == 0.0
+
+
+def test_a_rewording_the_second_stage_is_sure_of_is_served_at_its_score(verifier):
+    """The first stage doubts these rewordings (0.8 and 0.88 on the development workloads),
+    the second is sure of them: they score the second stage's own, over what the first
+    gives; a pair the first stage all but turns down (under SURE_FIRST_STAGE_MIN) does not."""
+    from inference.pair_verifier import SECOND_STAGE_SURE, SURE_FIRST_STAGE_MIN, two_stage_scores
+
+    rewordings = [
+        ("port number verizon to tmobile", "What is required to port a Verizon number to T-Mobile?"),
+        ("puppy shots timeline", "puppy vaccination schedule"),
+    ]
+    first_stage = type(verifier)(verifier.models, verifier.tokenizer, verifier.dtype)
+    first, second = first_stage.score(rewordings), verifier.second_stage.score(rewordings)
+    assert (first < SECOND_STAGE_SURE).all() and (second >= SECOND_STAGE_SURE).all()
+    assert np.allclose(verifier.score(rewordings), second, atol=1e-6)
+    doubted = two_stage_scores(np.array([SURE_FIRST_STAGE_MIN - 0.01, 0.99]), np.array([0.99, 0.6]))
+    assert doubted.tolist() == pytest.approx([SURE_FIRST_STAGE_MIN - 0.01, 0.6])
 
 
 def test_the_second_stage_ships_small_and_its_record_says_what_was_trained():
