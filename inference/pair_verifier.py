@@ -35,9 +35,9 @@ INFERENCE_FOLDER = Path(__file__).resolve().parent
 # (benchmarks/RESULTS.md, "Trained on a GPU"), for 12 layers a pair instead of 15.
 SHIPPED_MODELS = (INFERENCE_FOLDER / "verifier_model_a", INFERENCE_FOLDER / "verifier_model_b")
 # The second stage: a 12-layer cross-encoder on all-mpnet-base-v2 (its 6 upper layers and
-# head trained, the rest MPNet's own, from the registry: inference/mpnet_base.py). A pair
-# the first stage passes is served only if the second passes it too: the score is the
-# lower of the two, or the second's own where it is sure (SECOND_STAGE_SURE). MPNet knows
+# head trained, the rest MPNet's own, from the registry: inference/mpnet_base.py). It reads
+# the pairs the first stage scores at SECOND_STAGE_FLOOR or more, and a pair's score is
+# the lower of the two, or the second's own where it is sure (SECOND_STAGE_SURE). MPNet knows
 # more of the world than MiniLM: on the unseen third and fourth holdouts the pair alone
 # served 559 hits with 30 wrong at the defaults, the two stages 516 with 14
 # (benchmarks/RESULTS.md, "A second stage on MPNet").

@@ -55,7 +55,7 @@ def test_a_vetoed_pair_is_never_accepted_whatever_the_model_says(verifier):
     assert first_stage.score([pair])[0] == 0.0 and verifier.score([pair])[0] == 0.0
 
 
-def test_a_cautioned_pair_is_served_only_where_both_stages_are_sure_of_it(verifier, monkeypatch):
+def test_a_cautioned_pair_is_served_only_where_the_verifier_is_sure_of_it(verifier, monkeypatch):
     """A negation on one side of two reworded requests: the learned score stands from
     CAUTIONED_MIN_SCORE up and is 0 under it. Both pairs come from development workloads."""
     import inference.pair_verifier as pair_verifier
@@ -237,7 +237,8 @@ def test_the_second_stage_ships_small_and_its_record_says_what_was_trained():
 
 def test_held_to_a_threshold_the_second_stage_reads_only_pairs_that_could_pass(verifier, monkeypatch):
     """Look-ups pass each pair's verify threshold: a pair the first stage scores under it
-    fails whatever the second says, so the second is spared it and no decision changes."""
+    and under SURE_FIRST_STAGE_MIN fails whatever the second says, so the second is spared
+    it and no decision changes."""
     pairs = [
         ("How do I speed up LLM inference", "how to make LLM inference faster"),
         ("What is the capital of France?", "Which city is the capital of France?"),
@@ -246,11 +247,10 @@ def test_held_to_a_threshold_the_second_stage_reads_only_pairs_that_could_pass(v
         ("How do I exit a WhatsApp group?", "I want to stop getting alerts from one WhatsApp group."),
         ("How do I learn Python quickly?", "What is the best way to learn Java?"),
         ("standard check-in hour for Marriott properties", "What time do I have to check out of a Marriott?"),
-        # Two the first stage scores between SECOND_STAGE_FLOOR and 0.7 (0.50 and 0.59).
-        (
-            "Our lab just turned 11. How many times a day should he eat now that he's old?",
-            "How often should I feed a senior dog?",
-        ),
+        # Two the first stage scores between SECOND_STAGE_FLOOR and 0.7: one well under
+        # SURE_FIRST_STAGE_MIN (0.26), which the bound spares the second stage, and one over
+        # it (0.59), which the second stage still reads.
+        ("How do I cancel a flight I booked with Delta?", "I need to cancel my Delta reservation online"),
         (
             "Can you give me a vegetarian brownie recipe?",
             "How do I bake brownies that are vegetarian-friendly? Eggs and butter are fine.",
