@@ -68,7 +68,6 @@ from inference.pair_reading import (
     LAST,
     NEGATIVE_PREFIX,
     Reading,
-    base_form,
     negative_by_prefix,
     read,
     unit_kinds,
@@ -344,21 +343,16 @@ def _flips(ra: Reading, rb: Reading) -> _Flips:
     # Two bounds are the bounds check's to judge, alike ("a minimum of 20 GB" / "20 GB or more")
     # or on two numbers ("delayed over 3 hours" / "a flight under 1,500 km"); a bound against
     # a plain word stays a swap ("more than one year" / "less than a year").
-    bound_a, bound_b = _bound_words(ra), _bound_words(rb)
     swaps = [
         (word, other)
         for word, other in _opposite_swaps(ra, rb, with_ordinals_a, with_ordinals_b)
-        if not (word in bound_a and other in bound_b)
+        if not (word in ra.bound_words and other in rb.bound_words)
     ]
     negated = (ra.negations - rb.negations) % 2
     # A negation cancels one opposite ("not safe" / "unsafe"); two opposites do not cancel
     # each other ("a late check-out" / "an early check-in").
     flipped = len(swaps) > negated
     return _Flips(swaps if flipped else [], negated == 1 and not swaps, len(changed))
-
-
-def _bound_words(reading: Reading) -> set[str]:
-    return {base_form(word) for bound in reading.bounds for word in bound.words}
 
 
 def _veto(ra: Reading, rb: Reading, flips: _Flips) -> str | None:

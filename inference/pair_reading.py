@@ -177,6 +177,7 @@ class Reading:
     ordinal_words: tuple[str, ...]
     tokens: tuple[str, ...]  # the words as read, for the undoing check (pair_undoing)
     bounds: frozenset[Bound]  # which way it bounds its numbers: "at least 20 GB" (pair_bounds)
+    bound_words: frozenset[str]  # the base forms of the bounds' words ("at", "least")
 
 
 def _number_value(token: str) -> float | None:
@@ -483,4 +484,5 @@ def read(text: str) -> Reading:
         tuple(ordinal_words),
         tuple(tokens),
         bounds,
+        frozenset(base_form(word) for bound in bounds for word in bound.words),
     )

@@ -21,6 +21,12 @@ def verifier():
     return load_verifier(str(base), dtype=settings.verifier_dtype)
 
 
+@pytest.fixture(scope="module")
+def first_stage(verifier):
+    """The shipped verifier's first stage alone (its models, no second stage)."""
+    return type(verifier)(verifier.models, verifier.tokenizer, verifier.dtype)
+
+
 def test_scores_are_symmetric_probabilities(verifier):
     pairs = [("How do I reset my password?", "How can I reset my password?")]
     forward, backward = verifier.score(pairs)[0], verifier.score([pairs[0][::-1]])[0]
@@ -47,10 +53,9 @@ def test_paraphrases_score_well_above_near_misses_on_the_held_out_tuning_pairs(v
     assert (scores[~duplicate] >= 0.8).mean() < 0.1
 
 
-def test_a_vetoed_pair_is_never_accepted_whatever_the_model_says(verifier):
+def test_a_vetoed_pair_is_never_accepted_whatever_the_model_says(verifier, first_stage):
     pair = ("Reset after 3 failed attempts", "Reset after 5 failed attempts")
     # The first stage alone: with both, a pair it scores under SECOND_STAGE_FLOOR scores 0.
-    first_stage = type(verifier)(verifier.models, verifier.tokenizer, verifier.dtype)
     assert first_stage.score([pair], vetoes=False)[0] > 0.0
     assert first_stage.score([pair])[0] == 0.0 and verifier.score([pair])[0] == 0.0
 
@@ -173,7 +178,7 @@ def test_an_unknown_dtype_is_a_clear_error():
     assert resolve_dtype("auto") == ("bfloat16" if native_bfloat16() else "float32")
 
 
-def test_the_second_stage_turns_down_near_misses_the_first_passes_and_keeps_rewordings(verifier):
+def test_the_second_stage_turns_down_near_misses_the_first_passes_and_keeps_rewordings(verifier, first_stage):
     """On MPNet, with more of the world in it: macOS versions and kinds of bike are not
     interchangeable. Both near misses come from development holdouts no stage trained on."""
     from inference.pair_verifier import SECOND_STAGE_FLOOR
@@ -187,27 +192,22 @@ def test_the_second_stage_turns_down_near_misses_the_first_passes_and_keeps_rewo
         ("What is the capital of France?", "Which city is the capital of France?"),
         ("How do I cancel my order?", "How can I cancel my order?"),
     ]
-    first_only = load_verifier(
-        str(load_settings().embedding_model("all-MiniLM-L6-v2").model_folder()),
-        dtype=load_settings().verifier_dtype,
-        second_stage=None,
-    )
-    assert (first_only.score(near_misses) > 0.9).all()  # the first stage alone serves them
+    assert (first_stage.score(near_misses) > 0.9).all()  # the first stage alone serves them
     assert (verifier.score(near_misses) < 0.3).all()
     assert (verifier.score(rewordings) > 0.8).all()
     # The second stage only reads pairs the first passes at SECOND_STAGE_FLOOR; these score
     # the lower of the two (none is one the second stage is sure of and the first doubts).
     pairs = near_misses + rewordings + [("How do I cancel my order?", "How do I cancel my subscription?")]
-    both, first = verifier.score(pairs), first_only.score(pairs)
+    both, first = verifier.score(pairs), first_stage.score(pairs)
     assert (both <= first + 1e-6).all() and both[-1] == first[-1] == 0.0
     # Under SECOND_STAGE_FLOOR a pair scores 0: nothing is served on the first stage alone,
     # whatever the verify threshold.
     unrelated = [("What is the capital of France?", "How do I bake sourdough bread at home?")]
-    assert 0.0 < first_only.score(unrelated, vetoes=False)[0] < SECOND_STAGE_FLOOR
+    assert 0.0 < first_stage.score(unrelated, vetoes=False)[0] < SECOND_STAGE_FLOOR
     assert verifier.score(unrelated, vetoes=False)[0] == 0.0
 
 
-def test_a_rewording_the_second_stage_is_sure_of_is_served_at_its_score(verifier):
+def test_a_rewording_the_second_stage_is_sure_of_is_served_at_its_score(verifier, first_stage):
     """The first stage doubts these rewordings (0.8 and 0.88 on the development workloads),
     the second is sure of them: they score the second stage's own, over what the first
     gives; a pair the first stage all but turns down (under SURE_FIRST_STAGE_MIN) does not."""
@@ -217,7 +217,6 @@ def test_a_rewording_the_second_stage_is_sure_of_is_served_at_its_score(verifier
         ("port number verizon to tmobile", "What is required to port a Verizon number to T-Mobile?"),
         ("puppy shots timeline", "puppy vaccination schedule"),
     ]
-    first_stage = type(verifier)(verifier.models, verifier.tokenizer, verifier.dtype)
     first, second = first_stage.score(rewordings), verifier.second_stage.score(rewordings)
     assert (first < SECOND_STAGE_SURE).all() and (second >= SECOND_STAGE_SURE).all()
     assert np.allclose(verifier.score(rewordings), second, atol=1e-6)
