@@ -173,7 +173,8 @@ def _replay_counts(
     """One replay in blocks, the store held in memory: entries are the rows that inserted."""
     from storage.lookalikes import External
     from storage.replay import count_block, rows_to_resolve
-    from storage.semantic_index import CANDIDATES_PER_QUERY, nearest_columns
+    from storage.scope_search import nearest_columns
+    from storage.semantic_index import CANDIDATES_PER_QUERY
 
     counts = {"exact_hits": 0, "semantic_hits": 0, "right_semantic_hits": 0, "recall_denominator": 0}
     groups_with_entry: set[str] = set()

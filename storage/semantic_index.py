@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from lancedb.index import BTree, IvfHnswSq
 
 from storage.lance_tables import literal, open_table, table_name, vector_field
+from storage.scope_search import ScopeMatrix, top_k
 
 CANDIDATES_PER_QUERY = 4
 SCOPE_INDEX_MIN_ROWS = 10_000
@@ -45,15 +46,6 @@ class Neighbour:
     similarity: float
 
 
-def nearest_columns(similarities: np.ndarray, limit: int) -> np.ndarray:
-    """For each row of a similarity matrix, the columns of its `limit` largest values (unordered)."""
-    columns = similarities.shape[1]
-    k = min(limit, columns)
-    if k == 1:
-        return similarities.argmax(axis=1)[:, None]
-    return np.argpartition(similarities, columns - k, axis=1)[:, columns - k :]
-
-
 class SemanticIndex:
     def __init__(
         self,
@@ -61,10 +53,14 @@ class SemanticIndex:
         embedding_model: str,
         dimension: int,
         ann_min_scope_rows: int = ANN_MIN_SCOPE_ROWS,
+        low_precision: bool | None = None,
     ) -> None:
+        """low_precision: bfloat16 candidates, re-scored exactly, for large scopes (storage.scope_search);
+        None: where the CPU multiplies bfloat16 in hardware."""
         self.embedding_model = embedding_model
         self.dimension = dimension
         self.ann_min_scope_rows = ann_min_scope_rows
+        self.low_precision = low_precision
         schema = pa.schema(
             [
                 pa.field("key", pa.binary()),
@@ -80,7 +76,7 @@ class SemanticIndex:
         self._table = open_table(
             lancedb.connect(str(folder)), table_name("semantic", embedding_model), schema
         )
-        self._scope_cache: OrderedDict[tuple, tuple[pa.Array, np.ndarray]] = OrderedDict()
+        self._scope_cache: OrderedDict[tuple, ScopeMatrix] = OrderedDict()
 
     def add(self, rows: pl.DataFrame, vectors: np.ndarray, partition: str | None) -> None:
         """Add vectors for committed entries (key, semantic_scope, tenant, namespace, model,
@@ -130,7 +126,8 @@ class SemanticIndex:
         Exact search, one matrix product per scope: the hard prefilter splits the
         vectors into scopes (tenant, namespace, model, version, params, prefix,
         embedding model), each far smaller than the table, so comparing a whole
-        partition's queries with their scope at once beats any per-query search.
+        partition's queries with their scope at once beats any per-query search
+        (large scopes: bfloat16 candidates re-scored in float32, storage.scope_search).
         A scope of ann_min_scope_rows or more is searched through the ANN index
         instead, one batched query per scope, under the same prefilter.
         """
@@ -143,16 +140,13 @@ class SemanticIndex:
             neighbours += self._ann_search(scope, rows_by_scope.pop(scope), vectors, before_partition, limit)
         stored = self.scope_vectors(list(rows_by_scope), before_partition)
         for scope, rows in rows_by_scope.items():
-            keys, matrix = stored.get(scope, ([], None))
-            if matrix is None or not len(keys):
+            matrix = stored.get(scope)
+            if matrix is None or not len(matrix.keys):
                 continue
-            similarities = vectors[rows] @ matrix.T
-            top = nearest_columns(similarities, limit)
+            columns, similarities = top_k(vectors[rows], matrix, limit)
             for query, row in enumerate(rows):
-                for column in top[query]:
-                    neighbours.append(
-                        Neighbour(row, keys[int(column)].as_py(), float(similarities[query, column]))
-                    )
+                for column, similarity in zip(columns[query], similarities[query], strict=True):
+                    neighbours.append(Neighbour(row, matrix.keys[int(column)].as_py(), float(similarity)))
         return neighbours
 
     def _large_scopes(self, scopes: list[str]) -> list[str]:
@@ -195,9 +189,7 @@ class SemanticIndex:
             )
         ]
 
-    def scope_vectors(
-        self, scopes: list[str], before_partition: str | None = None
-    ) -> dict[str, tuple[pa.Array, np.ndarray]]:
+    def scope_vectors(self, scopes: list[str], before_partition: str | None = None) -> dict[str, ScopeMatrix]:
         """Keys and vectors of each scope (cached per table version).
 
         A filtered read costs far more per row than a plain read of the whole table
@@ -246,16 +238,17 @@ class SemanticIndex:
             if visible is not None:
                 mask = pc.and_(mask, visible)
             rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
-            # Keys stay an Arrow array: only the few that win a search become Python bytes.
-            self._scope_cache[(version, scope, before_partition)] = (keys.take(rows), matrix[rows])
+            self._scope_cache[(version, scope, before_partition)] = ScopeMatrix.build(
+                keys.take(rows), matrix[rows], self.low_precision
+            )
 
     def _trim_cache(self, version: int) -> None:
         """Keep only the current table version's matrices, within the byte budget."""
         for cache_key in [k for k in self._scope_cache if k[0] != version]:
             del self._scope_cache[cache_key]
-        total = sum(m.nbytes for _, m in self._scope_cache.values())
+        total = sum(matrix.nbytes for matrix in self._scope_cache.values())
         while total > SCOPE_CACHE_BYTES and self._scope_cache:
-            _, (_, matrix) = self._scope_cache.popitem(last=False)
+            _, matrix = self._scope_cache.popitem(last=False)
             total -= matrix.nbytes
 
     def delete_keys(self, keys: list[bytes]) -> None:

@@ -74,3 +74,22 @@ def test_a_growing_table_folds_new_rows_into_the_ann_index(tmp_path):
     index.add(_rows([(1000 + i).to_bytes(4, "big") for i in range(100)], ["a" * 64] * 100), more, None)
     vector_index = [i for i in index._table.list_indices() if i.columns == ["vector"]][0]
     assert vector_index.num_unindexed_rows == 0  # 100 of 500 unindexed was over a tenth: optimized
+
+
+def test_bfloat16_candidates_find_what_float32_search_finds_through_lancedb(tmp_path):
+    rng = np.random.default_rng(6)
+    low = SemanticIndex(tmp_path / "low", "m", 16, low_precision=True)
+    exact = SemanticIndex(tmp_path / "exact", "m", 16, low_precision=False)
+    scope_of = lambda i: "a" * 64 if i % 4 else "b" * 64  # noqa: E731 - "a" past the bfloat16 size
+    vectors = _fill(low, 6000, rng, scope_of)
+    _fill(exact, 6000, np.random.default_rng(6), scope_of)
+    queries = _unit(vectors[:200] + 0.05 * rng.normal(size=(200, 16)))
+    scopes = [scope_of(i) for i in range(200)]
+
+    def neighbours(index):
+        return sorted((n.query_row, n.key, n.similarity) for n in index.search(scopes, queries, limit=4))
+
+    assert low.scope_vectors(["a" * 64])["a" * 64].bfloat16_vectors is not None
+    via_low, via_exact = neighbours(low), neighbours(exact)
+    assert [(row, key) for row, key, _ in via_low] == [(row, key) for row, key, _ in via_exact]
+    np.testing.assert_allclose([s for *_, s in via_low], [s for *_, s in via_exact], atol=1e-6)

@@ -1,0 +1,48 @@
+"""Exact top-k over a scope: bfloat16 candidates re-scored in float32 give the float32 answer."""
+
+import numpy as np
+import pyarrow as pa
+
+from storage.scope_search import BFLOAT16_MIN_ROWS, ScopeMatrix, nearest_columns, top_k
+
+
+def _unit(matrix):
+    return (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _clustered_scope(rng, rows=BFLOAT16_MIN_ROWS + 904, dimension=48):
+    """Half the vectors are near copies of the other half: many close ties, as paraphrases give."""
+    base = _unit(rng.normal(size=(rows // 2, dimension)))
+    return _unit(np.vstack([base, base + 0.03 * rng.normal(size=base.shape)]))
+
+
+def test_nearest_columns_are_the_largest_of_each_row():
+    similarities = np.random.default_rng(0).normal(size=(50, 300)).astype(np.float32)
+    for limit in (1, 4, 300, 500):
+        found = nearest_columns(similarities, limit)
+        expected = np.argsort(-similarities, axis=1)[:, : min(limit, 300)]
+        assert [set(row) for row in found] == [set(row) for row in expected]
+
+
+def test_bfloat16_candidates_give_the_exact_float32_top_k_and_similarities():
+    rng = np.random.default_rng(4)
+    vectors = _clustered_scope(rng)
+    keys = pa.array([i.to_bytes(4, "big") for i in range(len(vectors))])
+    queries = _unit(vectors[:400] + 0.05 * rng.normal(size=(400, vectors.shape[1])))
+    exact_scope = ScopeMatrix.build(keys, vectors, low_precision=False)
+    low_scope = ScopeMatrix.build(keys, vectors, low_precision=True)
+    assert exact_scope.bfloat16_vectors is None and low_scope.bfloat16_vectors is not None
+    assert low_scope.nbytes == vectors.nbytes * 3 // 2
+    for limit in (1, 4):
+        exact_columns, exact_similarities = top_k(queries, exact_scope, limit)
+        low_columns, low_similarities = top_k(queries, low_scope, limit)
+        assert [set(row) for row in low_columns] == [set(row) for row in exact_columns]
+        # Similarities are re-scored in float32: the served value is the exact one, not bfloat16's.
+        float32_similarities = np.take_along_axis(queries @ vectors.T, low_columns, axis=1)
+        np.testing.assert_allclose(low_similarities, float32_similarities, atol=1e-6)
+
+
+def test_small_scopes_stay_in_float32():
+    vectors = _unit(np.random.default_rng(5).normal(size=(BFLOAT16_MIN_ROWS - 1, 8)))
+    keys = pa.array([i.to_bytes(4, "big") for i in range(len(vectors))])
+    assert ScopeMatrix.build(keys, vectors, low_precision=True).bfloat16_vectors is None
