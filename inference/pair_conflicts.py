@@ -349,9 +349,13 @@ def _flips(ra: Reading, rb: Reading) -> _Flips:
         if not (word in ra.bound_words and other in rb.bound_words)
     ]
     negated = (ra.negations - rb.negations) % 2
-    # A negation cancels one opposite ("not safe" / "unsafe"); two opposites do not cancel
-    # each other ("a late check-out" / "an early check-in").
-    flipped = len(swaps) > negated
+    # A negation word cancels one opposite ("not safe" / "dangerous"); a negative prefix does
+    # not, as it most often negates another word ("uncommit and keep my work" / "undo the
+    # commit and discard changes"). Two opposites do not cancel each other ("a late check-out"
+    # / "an early check-in").
+    more_negated = ra if ra.negations > rb.negations else rb
+    cancelling = negated == 1 and not NEGATIONS.isdisjoint(more_negated.bases)
+    flipped = len(swaps) > int(cancelling)
     return _Flips(swaps if flipped else [], negated == 1 and not swaps, len(changed))
 
 

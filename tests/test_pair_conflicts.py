@@ -34,6 +34,19 @@ NEAR_MISSES = [
     ("How can I request a late check-out at a hotel?", "hotel early check in", "opposites"),
     ("my resting heart rate is below 50, why?", "high resting heart rate causes", "opposites"),
     ("How do I turn on 2FA on GitHub?", "How do I turn off 2FA on GitHub?", "opposites"),
+    # Keeping what an undo leaves against throwing it away, however far the wording moved.
+    (
+        "git undo last commit keep changes",
+        "What is the command to remove the most recent Git commit and discard all of its changes?",
+        "opposites: keep / discard",
+    ),
+    (
+        "How do I roll back my last Git commit while preserving the modifications?",
+        "git undo last commit discard changes",
+        "opposites: preserve / discard",
+    ),
+    # "un-" negates "commit" here, so it cancels no opposite: "keep" / "discard" still vetoes.
+    ("git uncommit last commit keep my work", "git undo last commit and discard changes", "keep / discard"),
     ("Which fruits can dogs eat?", "Which fruits can't dogs eat?", "negation"),
     ("Is codeine safe while breastfeeding?", "Is codeine unsafe while breastfeeding?", "negation"),
     ("Last train from Milan to Florence tonight", "Last train from Florence to Milan tonight", "direction"),
@@ -150,6 +163,7 @@ NEAR_MISSES = [
 ]
 
 PARAPHRASES = [
+    ("git undo last commit keep changes", "undo my last git commit but keep the changes I made"),
     (
         "Show me the application logs from 2024-03-13.",
         "I need the application log entries from March 13, 2024.",
