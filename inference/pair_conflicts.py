@@ -354,7 +354,7 @@ def _flips(ra: Reading, rb: Reading) -> _Flips:
     # commit and discard changes"). Two opposites do not cancel each other ("a late check-out"
     # / "an early check-in").
     more_negated = ra if ra.negations > rb.negations else rb
-    cancelling = negated == 1 and not NEGATIONS.isdisjoint(more_negated.bases)
+    cancelling = negated == 1 and more_negated.negation_words > 0
     flipped = len(swaps) > int(cancelling)
     return _Flips(swaps if flipped else [], negated == 1 and not swaps, len(changed))
 

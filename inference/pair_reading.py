@@ -178,6 +178,9 @@ class Reading:
     tokens: tuple[str, ...]  # the words as read, for the undoing check (pair_undoing)
     bounds: frozenset[Bound]  # which way it bounds its numbers: "at least 20 GB" (pair_bounds)
     bound_words: frozenset[str]  # the base forms of the bounds' words ("at", "least")
+    # The negations written as words (not, never, without), the rest being prefixes (unsafe):
+    # only a word cancels an opposite ("not safe" / "dangerous"; pair_conflicts).
+    negation_words: int
 
 
 def _number_value(token: str) -> float | None:
@@ -466,7 +469,8 @@ def read(text: str) -> Reading:
     bounds = read_bounds(tuple(tokens))
     # "no more than $500" bounds a number and negates nothing.
     bound_negations = sum(1 for bound in bounds for word in bound.words if word in NEGATIONS)
-    negations = sum(1 for b in bases if b in NEGATIONS or negative_by_prefix(b)) - bound_negations
+    negation_words = sum(1 for b in bases if b in NEGATIONS) - bound_negations
+    negations = negation_words + sum(1 for b in bases if b not in NEGATIONS and negative_by_prefix(b))
     variants = frozenset(
         token
         for i, token in enumerate(tokens)
@@ -485,4 +489,5 @@ def read(text: str) -> Reading:
         tuple(tokens),
         bounds,
         frozenset(base_form(word) for bound in bounds for word in bound.words),
+        negation_words,
     )
