@@ -11,26 +11,66 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+
+from storage.keys import normalized_text
 
 HELDOUT_SHARE = 0.2
 
 
-def read_pairs(path: Path, limit: int | None = None) -> list[dict]:
-    """Rows {"a", "b", "duplicate"} from a .jsonl or .jsonl.gz file."""
+class LabelledFileError(ValueError):
+    """A labelled pairs or workload file that cannot be used as given; the message names
+    the file, the line and what to change."""
+
+
+def _json_rows(path: Path, limit: int | None = None) -> Iterator[tuple[int, dict]]:
+    """(line number, row) for each non-blank line of a .jsonl or .jsonl.gz file; the first
+    `limit` rows only where a limit is given."""
+    if not path.is_file():
+        raise LabelledFileError(f"{path}: no such file")
     opener = gzip.open if path.suffix == ".gz" else open
-    rows = []
+    read = 0
     with opener(path, "rt", encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
+            if limit is not None and read >= limit:
+                return
             if not line.strip():
                 continue
-            row = json.loads(line)
-            if not {"a", "b", "duplicate"} <= row.keys():
-                raise ValueError(f"{path}:{number}: a pair needs the fields a, b and duplicate")
-            rows.append({"a": row["a"], "b": row["b"], "duplicate": bool(row["duplicate"])})
-            if limit is not None and len(rows) >= limit:
-                break
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise LabelledFileError(
+                    f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno})"
+                ) from None
+            if not isinstance(row, dict):
+                raise LabelledFileError(f"{path}:{number}: each line must be one JSON object")
+            read += 1
+            yield number, row
+
+
+def _text(row: dict, field: str) -> str | None:
+    value = row.get(field)
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def read_pairs(path: Path, limit: int | None = None) -> list[dict]:
+    """Rows {"a", "b", "duplicate"} from a .jsonl or .jsonl.gz file; "duplicate" is true,
+    false, 1 or 0."""
+    rows = []
+    for number, row in _json_rows(path, limit):
+        if not {"a", "b", "duplicate"} <= row.keys():
+            raise LabelledFileError(f"{path}:{number}: a pair needs the fields a, b and duplicate")
+        a, b = _text(row, "a"), _text(row, "b")
+        if a is None or b is None:
+            raise LabelledFileError(f'{path}:{number}: "a" and "b" must be non-empty strings')
+        duplicate = row["duplicate"]
+        # 2, "no" or null would read as a label under bool(): only the two labels are taken.
+        if duplicate not in (True, False) or isinstance(duplicate, float):
+            raise LabelledFileError(
+                f'{path}:{number}: "duplicate" must be true or false (or 1 or 0), not {duplicate!r}'
+            )
+        rows.append({"a": a, "b": b, "duplicate": bool(duplicate)})
     return rows
 
 
@@ -69,17 +109,28 @@ def _bucket(text: str) -> float:
     return int.from_bytes(digest[:8], "big") / 2**64
 
 
-def read_workload(path: Path) -> list[dict]:
-    """Rows {"text", "group"} from a .jsonl workload file."""
+def read_workload(path: Path, limit: int | None = None) -> list[dict]:
+    """Rows {"text", "group"} from a .jsonl workload file (the first `limit` rows where a
+    limit is given). A group is a string or a whole number, compared as text; one text
+    (as the exact cache keys it) may not stand in two groups, for it has one right answer."""
     rows = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            if not {"text", "group"} <= row.keys():
-                raise ValueError(f"{path}:{number}: a workload row needs the fields text and group")
-            rows.append({"text": row["text"], "group": str(row["group"])})
+    first_seen: dict[str, tuple[int, str]] = {}
+    for number, row in _json_rows(path, limit):
+        text, group = _text(row, "text"), row.get("group")
+        if isinstance(group, int) and not isinstance(group, bool):
+            group = str(group)
+        if text is None or not isinstance(group, str) or not group.strip():
+            raise LabelledFileError(
+                f'{path}:{number}: each row needs a non-empty string "text" and a "group" '
+                "(a non-empty string or a whole number)"
+            )
+        seen_line, seen_group = first_seen.setdefault(normalized_text(text), (number, group))
+        if seen_group != group:
+            raise LabelledFileError(
+                f"{path}:{number}: {text!r} is in group {group!r} here and in {seen_group!r} at line "
+                f"{seen_line}; the cache serves one answer per text, so give it one group"
+            )
+        rows.append({"text": text, "group": group})
     return rows
 
 

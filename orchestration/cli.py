@@ -9,7 +9,12 @@ import signal
 import sys
 from pathlib import Path
 
+from inference.pair_data import LabelledFileError
 from orchestration.resources import InferCacheResource, default_home
+from storage.config import ConfigError
+
+# evaluate's namespace where none is named: the defaults of config/namespaces.yaml.
+DEFAULT_NAMESPACE = "default"
 
 
 def _prepare_environment() -> Path:
@@ -53,6 +58,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     home = _prepare_environment()
     settings = load_settings(home=home)
+    _say_if_unconfigured(settings, args.namespace, args.tenant, "the defaults apply")
     namespace = effective_namespace(
         settings,
         args.namespace,
@@ -87,8 +93,10 @@ def _calibrate(args: argparse.Namespace) -> int:
     from storage.locations import StoreLocations
 
     home = _prepare_environment()
+    settings = load_settings(home=home)
+    _say_if_unconfigured(settings, args.namespace, args.tenant, "calibration starts it from the defaults")
     report = calibrate(
-        load_settings(home=home),
+        settings,
         home,
         CalibrationSource(pairs=args.pairs, workload=args.workload),
         args.tenant,
@@ -113,7 +121,10 @@ def _calibrate(args: argparse.Namespace) -> int:
                 f"{_fmt(point['precision']):>9} {_fmt(point['recall']):>7}"
             )
         if chosen is None:
-            print("no setting met the target: semantic reuse switched off for this namespace")
+            print(
+                f"no setting met the target (a wrong-hit rate of {args.max_wrong_rate} or less over "
+                f"{report['minimum_served']} or more served): semantic reuse switched off for this namespace"
+            )
         else:
             print(
                 f"chose threshold {chosen['threshold']} verify {chosen['verify_threshold']}: "
@@ -155,6 +166,20 @@ def _report_wrong(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say_if_unconfigured(settings, namespace: str, tenant: str, consequence: str) -> None:
+    """A namespace named nowhere in the settings is most often a typo: say so on stderr."""
+    if namespace == DEFAULT_NAMESPACE:
+        return
+    if namespace not in settings.namespace_overrides and namespace not in settings.tenant_overrides.get(
+        tenant, {}
+    ):
+        print(
+            f"infercache: namespace {namespace!r} has no settings of its own (tenant {tenant!r}); "
+            f"{consequence}",
+            file=sys.stderr,
+        )
+
+
 def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.3f}"
 
@@ -189,6 +214,28 @@ def _count(text: str) -> int:
     return count
 
 
+def _wrong_rate(text: str) -> float:
+    """--max-wrong-rate: a fraction strictly between 0 and 1."""
+    try:
+        rate = float(text)
+    except ValueError:
+        rate = float("nan")
+    if not 0.0 < rate < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction between 0 and 1 (e.g. 0.01), not {text!r}")
+    return rate
+
+
+def _positive(text: str) -> int:
+    """--limit: a whole number, 1 or more."""
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of 1 or more, not {text!r}")
+    return count
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="infercache", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -199,8 +246,12 @@ def main(argv: list[str] | None = None) -> int:
         "evaluate", help="replay a labelled workload through the look-up path and measure it"
     )
     evaluate.add_argument("--workload", type=Path, required=True, help='JSONL rows {"text", "group"}')
-    evaluate.add_argument("--namespace", default="default", help="whose settings apply")
-    evaluate.add_argument("--tenant", default="evaluation")
+    evaluate.add_argument("--namespace", default=DEFAULT_NAMESPACE, help="whose settings apply")
+    evaluate.add_argument(
+        "--tenant",
+        default="evaluation",
+        help="whose settings apply with --namespace: the tenant you calibrated for measures its settings",
+    )
     evaluate.add_argument("--store", type=Path, default=None, help="a folder to keep the stores in")
     evaluate.add_argument("--threshold", type=float, default=None, help="cosine threshold")
     evaluate.add_argument("--verify-threshold", type=float, default=None)
@@ -225,8 +276,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     calibrate.add_argument("--tenant", required=True)
     calibrate.add_argument("--namespace", required=True)
-    calibrate.add_argument("--max-wrong-rate", type=float, default=0.01)
-    calibrate.add_argument("--limit", type=int, default=None, help="use the first K pairs or rows")
+    calibrate.add_argument(
+        "--max-wrong-rate", type=_wrong_rate, default=0.01, help="wrong hits / semantic hits allowed"
+    )
+    calibrate.add_argument("--limit", type=_positive, default=None, help="use the first K pairs or rows")
     calibrate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     calibrate.set_defaults(handler=_calibrate)
     report = commands.add_parser(
@@ -248,7 +301,12 @@ def main(argv: list[str] | None = None) -> int:
     ui.add_argument("--port", type=int, default=3000)
     ui.set_defaults(handler=_ui)
     args = parser.parse_args(argv)
-    return args.handler(args)
+    try:
+        return args.handler(args)
+    except (ConfigError, LabelledFileError) as error:
+        # Bad input, said as what was wrong and what to do; a traceback would bury it.
+        print(f"infercache {args.command}: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-import json
+import math
 import tempfile
 from collections import Counter
 from pathlib import Path
 
 from inference.embedder import load_embedder
 from inference.pair_conflicts import assess
+from inference.pair_data import LabelledFileError, read_pairs, read_workload
 from inference.pair_verifier import VERIFIER_BASE_MODEL, load_verifier
-from storage.config import NamespaceSettings, Settings
+from storage.config import ConfigError, NamespaceSettings, Settings
 from storage.lookalikes import Verify
 from storage.replay import ReplayStores, WrongHit, replay_workload
 
@@ -21,18 +22,6 @@ from storage.replay import ReplayStores, WrongHit, replay_workload
 MAX_REPLAYED_TEXTS = 10_000
 # Pairs below every grid threshold are never served: the verifier need not read them.
 COSINE_FLOOR = 0.5
-
-
-def read_workload(path: Path) -> list[dict]:
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        if not isinstance(row.get("text"), str) or not row["text"].strip() or "group" not in row:
-            raise ValueError(f'{path}:{number}: each row needs a non-empty "text" and a "group"')
-        rows.append({"text": row["text"], "group": str(row["group"])})
-    return rows
 
 
 def effective_namespace(
@@ -45,6 +34,10 @@ def effective_namespace(
     embedding_model: str | None = None,
 ) -> NamespaceSettings:
     """The namespace's settings with the command line's overrides applied."""
+    if threshold is not None and not 0.0 < threshold <= 1.0:
+        raise ConfigError(f"--threshold {threshold} is not a cosine in (0, 1]")
+    if verify_threshold is not None and not 0.0 <= verify_threshold <= 1.0:
+        raise ConfigError(f"--verify-threshold {verify_threshold} is not a probability in [0, 1]")
     base = settings.namespace(namespace, tenant)
     semantic = base.semantic
     changes = {
@@ -78,6 +71,10 @@ def evaluate(
     ("wrong_hit_examples": what was asked, what answered it, their cosine and, where the
     namespace verifies, the verifier's score), in the order the replay served them."""
     rows = read_workload(workload)
+    if not rows:
+        raise LabelledFileError(
+            f'{workload} holds no rows: give one JSON object {{"text", "group"}} per line'
+        )
     spec = settings.embedding_model(namespace.semantic.embedding_model)
     embedder = load_embedder(spec.engine, spec.model_folder, spec.dtype)
     if not (namespace.semantic.enabled and namespace.semantic.verify):
@@ -103,6 +100,7 @@ def evaluate(
     semantic = namespace.semantic
     report["settings"] = {
         "namespace": namespace.name,
+        "tenant": tenant,
         "semantic_enabled": semantic.enabled,
         "threshold": semantic.threshold,
         "verify": semantic.verify,
@@ -184,13 +182,16 @@ def calibrate(
     current = settings.namespace(namespace, tenant)
     model = current.semantic.embedding_model
     spec = settings.embedding_model(model)
+    # The file is read whole before any model loads: a bad row fails in a second, not a minute.
+    rows = _calibration_rows(source, limit)
     embedder = load_embedder(spec.engine, spec.model_folder, spec.dtype)
     cache = EmbeddingCache(lance_folder, model, embedder.dimension)
     verify = verifier_for(settings)
     if source.pairs is not None:
-        points, counts = _pair_points(source.pairs, limit, cache, embedder, verify, current)
+        points, counts = _pair_points(rows, cache, embedder, verify, current)
     else:
-        points, counts = _workload_points(source.workload, limit, cache, embedder, verify)
+        points, counts = _workload_points(rows, cache, embedder, verify)
+    _require_enough_evidence(source.path, points, max_wrong_rate)
     chosen = choose(points, max_wrong_rate)
     plain = choose([p for p in points if p.verify_threshold is None], max_wrong_rate)
     record = {
@@ -231,17 +232,56 @@ def calibrate(
     }
 
 
-def _pair_points(path: Path, limit, cache, embedder, verify: Verify, current: NamespaceSettings):
+def _calibration_rows(source: CalibrationSource, limit: int | None) -> list[dict]:
+    """The source's pairs or rows (the first `limit`), refused where there are none, or
+    where a workload is too long to replay."""
+    from storage.keys import normalized_text
+
+    if source.pairs is not None:
+        rows = read_pairs(source.pairs, limit=limit)
+        if not rows:
+            raise LabelledFileError(
+                f'{source.pairs} holds no pairs: give one {{"a", "b", "duplicate"}} per line'
+            )
+        return rows
+    rows = read_workload(source.workload, limit=limit)
+    if not rows:
+        raise LabelledFileError(f'{source.workload} holds no rows: give one {{"text", "group"}} per line')
+    distinct = len({normalized_text(row["text"]) for row in rows})
+    if distinct > MAX_REPLAYED_TEXTS:
+        raise LabelledFileError(
+            f"{source.workload} holds {distinct} distinct texts; a replay compares each with every "
+            f"other, so calibrate on at most {MAX_REPLAYED_TEXTS} (use --limit)"
+        )
+    return rows
+
+
+def _require_enough_evidence(path: Path, points: list, max_wrong_rate: float) -> None:
+    """Refuse (writing nothing) where no setting could meet the target for want of data, so
+    that a small file cannot switch off a namespace calibrated before. Too few right hits
+    at every setting is too little data; enough right hits at too low a precision is an
+    answer (semantic reuse off) and is written."""
+    from storage.calibration import minimum_served
+
+    needed = math.ceil(minimum_served(max_wrong_rate) * (1.0 - max_wrong_rate))
+    most_right = max((p.right for p in points), default=0)
+    if most_right < needed:
+        raise LabelledFileError(
+            f"{path}: at --max-wrong-rate {max_wrong_rate} a setting must serve at least "
+            f"{minimum_served(max_wrong_rate)} hits, {needed} of them right, before its wrong-hit "
+            f"rate can be told from zero; the loosest setting serves {most_right} right here. Give "
+            "more labelled duplicates (or rows of repeated groups), or a looser --max-wrong-rate; "
+            "nothing was written"
+        )
+
+
+def _pair_points(pairs: list[dict], cache, embedder, verify: Verify, current: NamespaceSettings):
     """Operating points over labelled pairs, and what was read."""
     import numpy as np
 
     from inference.embedder import pair_cosines
-    from inference.pair_data import read_pairs
     from storage.calibration import operating_points
 
-    pairs = read_pairs(path, limit=limit)
-    if not pairs:
-        raise ValueError(f"{path} holds no pairs")
     texts = list(dict.fromkeys([p["a"] for p in pairs] + [p["b"] for p in pairs]))
     matrix, embedded_now = cache.embed(texts, embedder)
     cosine = pair_cosines(matrix, texts, [(p["a"], p["b"]) for p in pairs])
@@ -250,30 +290,28 @@ def _pair_points(path: Path, limit, cache, embedder, verify: Verify, current: Na
     scored = cosine >= min(COSINE_FLOOR, current.semantic.threshold)
     scores = np.zeros(len(pairs), dtype=np.float32)
     scores[scored] = verify([(p["a"], p["b"]) for p, s in zip(pairs, scored, strict=True) if s])
+    labels: dict[frozenset, set] = {}
+    for pair in pairs:
+        labels.setdefault(frozenset((pair["a"], pair["b"])), set()).add(pair["duplicate"])
     counts = {
         "pairs": len(pairs),
         "duplicates": int(duplicate.sum()),
+        # Pairs of the same two texts labelled both ways (noisy labels): kept, and counted
+        # so that a file at odds with itself shows.
+        "pairs_labelled_both_ways": sum(len(seen) > 1 for seen in labels.values()),
         "texts": len(texts),
         "embedded_now": embedded_now,
     }
     return operating_points(cosine, scores, duplicate), counts
 
 
-def _workload_points(path: Path, limit, cache, embedder, verify: Verify):
+def _workload_points(rows: list[dict], cache, embedder, verify: Verify):
     """Operating points of the workload replayed at each setting, and what was read."""
     from storage.calibration import replay_points
     from storage.keys import normalized_text
 
-    rows = read_workload(path)[:limit]
-    if not rows:
-        raise ValueError(f"{path} holds no rows")
     texts = [row["text"] for row in rows]
     distinct = list(dict.fromkeys(normalized_text(text) for text in texts))
-    if len(distinct) > MAX_REPLAYED_TEXTS:
-        raise ValueError(
-            f"{path} holds {len(distinct)} distinct texts; a replay compares each with every "
-            f"other, so calibrate on at most {MAX_REPLAYED_TEXTS} (use --limit)"
-        )
     matrix, embedded_now = cache.embed(distinct, embedder)
     points = replay_points(texts, [row["group"] for row in rows], matrix, verify)
     counts = {

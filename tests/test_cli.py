@@ -202,6 +202,21 @@ def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path)
     )
     second = _cli(tmp_path, *args)
     assert second["embedded_now"] == 0
+    # Too few pairs to tell a setting's wrong-hit rate from zero: refused, and the earlier
+    # calibration stands (it is not switched off for want of data).
+    few = tmp_path / "few.jsonl"
+    few.write_text("".join(json.dumps(r) + "\n" for r in rows[:5] + rows[30:35]))
+    refused = subprocess.run(
+        [sys.executable, "-m", "orchestration.cli", *args[:2], str(few), *args[3:]],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "INFERCACHE_HOME": str(tmp_path)},
+        timeout=600,
+        check=False,
+    )
+    assert refused.returncode == 2 and "nothing was written" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert load_settings(home=tmp_path).namespace("faq", "acme").semantic == tuned
 
 
 def test_calibrate_from_a_workload_replays_it_and_writes_what_it_chose(tmp_path):
