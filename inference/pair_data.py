@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import reprlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -26,27 +27,55 @@ class LabelledFileError(ValueError):
 
 def _json_rows(path: Path, limit: int | None = None) -> Iterator[tuple[int, dict]]:
     """(line number, row) for each non-blank line of a .jsonl or .jsonl.gz file; the first
-    `limit` rows only where a limit is given."""
+    `limit` rows only where a limit is given. A file that cannot be read as UTF-8 JSON lines
+    is refused with what is wrong with it, never with a traceback."""
+    if path.is_dir():
+        raise LabelledFileError(f"{path}: is a folder; give one .jsonl or .jsonl.gz file")
     if not path.is_file():
         raise LabelledFileError(f"{path}: no such file")
-    opener = gzip.open if path.suffix == ".gz" else open
+    gzipped = path.suffix == ".gz"
+    opener = gzip.open if gzipped else open
+    try:
+        # utf-8-sig: files saved by spreadsheet tools often begin with a byte-order mark.
+        with opener(path, "rt", encoding="utf-8-sig") as handle:
+            yield from _parsed_lines(path, handle, limit)
+    except UnicodeDecodeError as error:
+        raise LabelledFileError(
+            f"{path}: not UTF-8 text (byte {error.object[error.start]:#04x}); save it as UTF-8"
+        ) from None
+    except (gzip.BadGzipFile, EOFError) as error:
+        raise LabelledFileError(
+            f"{path}: not a whole gzip file ({error}); recompress it, or drop the .gz suffix if "
+            "it is plain text"
+        ) from None
+    except OSError as error:
+        what = "gzip file" if gzipped else "file"
+        raise LabelledFileError(f"{path}: the {what} cannot be read ({error.strerror or error})") from None
+
+
+def _parsed_lines(path: Path, handle, limit: int | None) -> Iterator[tuple[int, dict]]:
     read = 0
-    with opener(path, "rt", encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if limit is not None and read >= limit:
-                return
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise LabelledFileError(
-                    f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno})"
-                ) from None
-            if not isinstance(row, dict):
-                raise LabelledFileError(f"{path}:{number}: each line must be one JSON object")
-            read += 1
-            yield number, row
+    for number, line in enumerate(handle, start=1):
+        if limit is not None and read >= limit:
+            return
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise LabelledFileError(
+                f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno})"
+            ) from None
+        except ValueError:
+            # The one other ValueError json raises: an integer of more digits than Python
+            # converts (its message advises an interpreter setting, no help here).
+            raise LabelledFileError(
+                f"{path}:{number}: not usable JSON (a number of thousands of digits); write it as a string"
+            ) from None
+        if not isinstance(row, dict):
+            raise LabelledFileError(f"{path}:{number}: each line must be one JSON object")
+        read += 1
+        yield number, row
 
 
 def _text(row: dict, field: str) -> str | None:
@@ -62,8 +91,11 @@ def read_pairs(path: Path, limit: int | None = None) -> list[dict]:
         if not {"a", "b", "duplicate"} <= row.keys():
             raise LabelledFileError(f"{path}:{number}: a pair needs the fields a, b and duplicate")
         a, b = _text(row, "a"), _text(row, "b")
-        if a is None or b is None:
-            raise LabelledFileError(f'{path}:{number}: "a" and "b" must be non-empty strings')
+        for field, value in (("a", a), ("b", b)):
+            if value is None:
+                raise LabelledFileError(
+                    f'{path}:{number}: "{field}" must be a non-empty string, not {reprlib.repr(row[field])}'
+                )
         duplicate = row["duplicate"]
         # 2, "no" or null would read as a label under bool(): only the two labels are taken.
         if duplicate not in (True, False) or isinstance(duplicate, float):
@@ -116,13 +148,16 @@ def read_workload(path: Path, limit: int | None = None) -> list[dict]:
     rows = []
     first_seen: dict[str, tuple[int, str]] = {}
     for number, row in _json_rows(path, limit):
-        text, group = _text(row, "text"), row.get("group")
-        if isinstance(group, int) and not isinstance(group, bool):
-            group = str(group)
-        if text is None or not isinstance(group, str) or not group.strip():
+        text = _text(row, "text")
+        if text is None:
             raise LabelledFileError(
-                f'{path}:{number}: each row needs a non-empty string "text" and a "group" '
-                "(a non-empty string or a whole number)"
+                f'{path}:{number}: "text" must be a non-empty string, not {reprlib.repr(row.get("text"))}'
+            )
+        group = _group(row.get("group"))
+        if group is None:
+            raise LabelledFileError(
+                f'{path}:{number}: "group" must be a non-empty string or a whole number, not '
+                f"{reprlib.repr(row.get('group'))}"
             )
         seen_line, seen_group = first_seen.setdefault(normalized_text(text), (number, group))
         if seen_group != group:
@@ -132,6 +167,18 @@ def read_workload(path: Path, limit: int | None = None) -> list[dict]:
             )
         rows.append({"text": text, "group": group})
     return rows
+
+
+def _group(value) -> str | None:
+    """A group as text: 7, 7.0 (as tables with gaps write whole numbers) and "7" are one
+    group; None for anything else (true, null, 7.5, "")."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int):
+        return str(value)
+    return value if isinstance(value, str) and value.strip() else None
 
 
 def family_of(group: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 import tempfile
 from collections import Counter
 from pathlib import Path
@@ -13,6 +12,7 @@ from inference.pair_conflicts import assess
 from inference.pair_data import LabelledFileError, read_pairs, read_workload
 from inference.pair_verifier import VERIFIER_BASE_MODEL, load_verifier
 from storage.config import ConfigError, NamespaceSettings, Settings
+from storage.keys import normalized_text
 from storage.lookalikes import Verify
 from storage.replay import ReplayStores, WrongHit, replay_workload
 
@@ -184,6 +184,7 @@ def calibrate(
     spec = settings.embedding_model(model)
     # The file is read whole before any model loads: a bad row fails in a second, not a minute.
     rows = _calibration_rows(source, limit)
+    _require_enough_rows(source, rows, max_wrong_rate)
     embedder = load_embedder(spec.engine, spec.model_folder, spec.dtype)
     cache = EmbeddingCache(lance_folder, model, embedder.dimension)
     verify = verifier_for(settings)
@@ -235,8 +236,6 @@ def calibrate(
 def _calibration_rows(source: CalibrationSource, limit: int | None) -> list[dict]:
     """The source's pairs or rows (the first `limit`), refused where there are none, or
     where a workload is too long to replay."""
-    from storage.keys import normalized_text
-
     if source.pairs is not None:
         rows = read_pairs(source.pairs, limit=limit)
         if not rows:
@@ -256,22 +255,49 @@ def _calibration_rows(source: CalibrationSource, limit: int | None) -> list[dict
     return rows
 
 
-def _require_enough_evidence(path: Path, points: list, max_wrong_rate: float) -> None:
-    """Refuse (writing nothing) where no setting could meet the target for want of data, so
-    that a small file cannot switch off a namespace calibrated before. Too few right hits
-    at every setting is too little data; enough right hits at too low a precision is an
-    answer (semantic reuse off) and is written."""
-    from storage.calibration import minimum_served
+def _evidence_refusal(path: Path, max_wrong_rate: float, found: str) -> LabelledFileError:
+    from storage.calibration import minimum_served, right_needed
 
-    needed = math.ceil(minimum_served(max_wrong_rate) * (1.0 - max_wrong_rate))
-    most_right = max((p.right for p in points), default=0)
-    if most_right < needed:
-        raise LabelledFileError(
-            f"{path}: at --max-wrong-rate {max_wrong_rate} a setting must serve at least "
-            f"{minimum_served(max_wrong_rate)} hits, {needed} of them right, before its wrong-hit "
-            f"rate can be told from zero; the loosest setting serves {most_right} right here. Give "
-            "more labelled duplicates (or rows of repeated groups), or a looser --max-wrong-rate; "
-            "nothing was written"
+    return LabelledFileError(
+        f"{path}: at --max-wrong-rate {max_wrong_rate} a setting must serve at least "
+        f"{minimum_served(max_wrong_rate)} hits, {right_needed(max_wrong_rate)} of them right, "
+        f"before its wrong-hit rate can be told from zero; {found}. Give more labelled "
+        "duplicates (or rows of repeated groups), or a looser --max-wrong-rate; the namespace's "
+        "settings were left as they were"
+    )
+
+
+def _require_enough_rows(source: CalibrationSource, rows: list[dict], max_wrong_rate: float) -> None:
+    """Refuse, before any model loads, a file that holds too few duplicates for any setting
+    to qualify: right hits cannot outnumber the labelled duplicates (pairs), nor the distinct
+    texts beyond the first of each group (a workload)."""
+    from storage.calibration import right_needed
+
+    if source.pairs is not None:
+        most_right = sum(row["duplicate"] for row in rows)
+        found = f"the file labels {most_right} pairs duplicates"
+    else:
+        texts = {normalized_text(row["text"]) for row in rows}
+        groups = {row["group"] for row in rows}
+        most_right = len(texts) - len(groups)
+        found = f"its {len(texts)} distinct texts in {len(groups)} groups allow {most_right} at most"
+    if most_right < right_needed(max_wrong_rate):
+        raise _evidence_refusal(source.path, max_wrong_rate, found)
+
+
+def _require_enough_evidence(path: Path, points: list, max_wrong_rate: float) -> None:
+    """Refuse where no setting has the served and right hits a qualifying one needs, so
+    that a small file cannot switch off a namespace calibrated before. A setting with that
+    evidence at too low a precision is an answer (semantic reuse off) and is written."""
+    from storage.calibration import could_qualify
+
+    if not any(could_qualify(point, max_wrong_rate) for point in points):
+        most_served = max((p.served for p in points), default=0)
+        most_right = max((p.right for p in points), default=0)
+        raise _evidence_refusal(
+            path,
+            max_wrong_rate,
+            f"here the loosest setting serves {most_served}, and the most right at any is {most_right}",
         )
 
 
@@ -292,7 +318,9 @@ def _pair_points(pairs: list[dict], cache, embedder, verify: Verify, current: Na
     scores[scored] = verify([(p["a"], p["b"]) for p, s in zip(pairs, scored, strict=True) if s])
     labels: dict[frozenset, set] = {}
     for pair in pairs:
-        labels.setdefault(frozenset((pair["a"], pair["b"])), set()).add(pair["duplicate"])
+        # Keyed as the exact cache keys texts, so one pair typed two ways is one pair.
+        same_two = frozenset((normalized_text(pair["a"]), normalized_text(pair["b"])))
+        labels.setdefault(same_two, set()).add(pair["duplicate"])
     counts = {
         "pairs": len(pairs),
         "duplicates": int(duplicate.sum()),
@@ -308,7 +336,6 @@ def _pair_points(pairs: list[dict], cache, embedder, verify: Verify, current: Na
 def _workload_points(rows: list[dict], cache, embedder, verify: Verify):
     """Operating points of the workload replayed at each setting, and what was read."""
     from storage.calibration import replay_points
-    from storage.keys import normalized_text
 
     texts = [row["text"] for row in rows]
     distinct = list(dict.fromkeys(normalized_text(text) for text in texts))

@@ -88,12 +88,38 @@ def minimum_served(max_wrong_rate: float) -> int:
     return max(20, math.ceil(1.0 / max_wrong_rate))
 
 
+def within_target(served: int, right: int, max_wrong_rate: float) -> bool:
+    """Wrong hits at most `max_wrong_rate` of those served, counted so that 99 right of 100
+    meets 0.01: 1 - 99/100 is 0.010000000000000009 in floating point."""
+    return served > 0 and served - right <= max_wrong_rate * served * (1 + 1e-9)
+
+
+def qualifies(point: Operating, max_wrong_rate: float) -> bool:
+    """Enough served for the rate to mean something, and within the target."""
+    return point.served >= minimum_served(max_wrong_rate) and within_target(
+        point.served, point.right, max_wrong_rate
+    )
+
+
+def right_needed(max_wrong_rate: float) -> int:
+    """The fewest right hits any qualifying setting has: a setting serving the minimum
+    within the target. A setting serving more needs more right ones still."""
+    floor = minimum_served(max_wrong_rate)
+    right = max(0, math.floor(floor * (1.0 - max_wrong_rate)) - 1)
+    while not within_target(floor, right, max_wrong_rate):
+        right += 1
+    return right
+
+
+def could_qualify(point: Operating, max_wrong_rate: float) -> bool:
+    """Whether the point has the evidence a qualifying setting needs (served and right
+    counts), whatever its precision: without it, no setting can be told apart from zero."""
+    return point.served >= minimum_served(max_wrong_rate) and point.right >= right_needed(max_wrong_rate)
+
+
 def choose(points: list[Operating], max_wrong_rate: float) -> Operating | None:
     """Most recall within the target; ties go to the stricter settings. None if none qualifies."""
-    floor = minimum_served(max_wrong_rate)
-    eligible = [
-        p for p in points if p.served >= floor and p.wrong_rate is not None and p.wrong_rate <= max_wrong_rate
-    ]
+    eligible = [p for p in points if qualifies(p, max_wrong_rate)]
     if not eligible:
         return None
     return max(

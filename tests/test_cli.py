@@ -214,7 +214,7 @@ def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path)
         timeout=600,
         check=False,
     )
-    assert refused.returncode == 2 and "nothing was written" in refused.stderr
+    assert refused.returncode == 2 and "settings were left as they were" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert load_settings(home=tmp_path).namespace("faq", "acme").semantic == tuned
 

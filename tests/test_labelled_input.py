@@ -1,5 +1,6 @@
 """Bad labelled files and options are refused with where and what, before any model loads."""
 
+import gzip
 import json
 from pathlib import Path
 
@@ -8,7 +9,14 @@ import pytest
 from inference.pair_data import LabelledFileError, read_pairs, read_workload
 from orchestration.cli import main
 from orchestration.evaluation import _require_enough_evidence, effective_namespace
-from storage.calibration import Operating
+from storage.calibration import (
+    Operating,
+    choose,
+    could_qualify,
+    minimum_served,
+    right_needed,
+    within_target,
+)
 from storage.config import ConfigError, load_settings
 
 
@@ -37,8 +45,8 @@ def test_a_pairs_label_must_be_one_of_the_two(tmp_path):
     [
         ('{"a": "x", "b": ', r":1: not valid JSON \(.* at column \d+\)"),
         ("[1, 2]", r":1: each line must be one JSON object"),
-        ({"a": 5, "b": "y", "duplicate": True}, r':1: "a" and "b" must be non-empty strings'),
-        ({"a": "x", "b": "  ", "duplicate": True}, r':1: "a" and "b" must be non-empty strings'),
+        ({"a": 5, "b": "y", "duplicate": True}, r':1: "a" must be a non-empty string, not 5'),
+        ({"a": "x", "b": "  ", "duplicate": True}, r":1: \"b\" must be a non-empty string, not '  '"),
         ({"a": "x", "duplicate": True}, r":1: a pair needs the fields a, b and duplicate"),
     ],
 )
@@ -62,13 +70,56 @@ def test_a_workload_text_stands_in_one_group_only(tmp_path):
 
 
 def test_a_workload_group_is_text_or_a_whole_number(tmp_path):
-    path = _lines(tmp_path / "w.jsonl", {"text": "a", "group": 7}, {"text": "b", "group": "g"})
-    assert [r["group"] for r in read_workload(path)] == ["7", "g"]
+    path = _lines(
+        tmp_path / "w.jsonl",
+        {"text": "a", "group": 7},
+        {"text": "b", "group": 7.0},  # as tables with gaps write whole numbers
+        {"text": "c", "group": "7"},
+        {"text": "d", "group": "g"},
+    )
+    assert [r["group"] for r in read_workload(path)] == ["7", "7", "7", "g"]
     for group in (None, [1], {"g": 1}, True, 1.5, " "):
-        with pytest.raises(
-            LabelledFileError, match=r'w.jsonl:1: each row needs a non-empty string "text" and a "group"'
-        ):
+        with pytest.raises(LabelledFileError, match=r'w.jsonl:1: "group" must be a non-empty'):
             read_workload(_lines(tmp_path / "w.jsonl", {"text": "a", "group": group}))
+    with pytest.raises(LabelledFileError, match=r'w.jsonl:1: "text" must be a non-empty string, not 3'):
+        read_workload(_lines(tmp_path / "w.jsonl", {"text": 3, "group": "g"}))
+
+
+def test_one_text_typed_two_ways_is_still_one_text(tmp_path):
+    composed, decomposed = "caf\u00e9 opening hours", "cafe\u0301 opening hours"
+    path = _lines(tmp_path / "w.jsonl", {"text": composed, "group": "a"}, {"text": decomposed, "group": "b"})
+    with pytest.raises(LabelledFileError, match=r"w.jsonl:2: .* is in group 'b' here and in 'a' at line 1"):
+        read_workload(path)
+
+
+def test_files_as_other_tools_save_them_are_read(tmp_path):
+    rows = [{"text": "reset my password", "group": "pw"}, {"text": "password reset", "group": "pw"}]
+    lines = "".join(json.dumps(r) + "\r\n" for r in rows)
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + lines.encode())
+    packed = tmp_path / "w.jsonl.gz"
+    packed.write_bytes(gzip.compress(lines.encode()))
+    assert read_workload(bom) == rows and read_workload(packed) == rows
+
+
+def test_an_unreadable_file_is_refused_with_what_it_is(tmp_path):
+    latin = tmp_path / "latin.jsonl"
+    latin.write_bytes('{"text": "caf\u00e9", "group": "g"}\n'.encode("latin-1"))
+    with pytest.raises(LabelledFileError, match=r"latin.jsonl: not UTF-8 text \(byte 0xe9\); save"):
+        read_workload(latin)
+    plain = tmp_path / "plain.jsonl.gz"
+    plain.write_text('{"text": "a", "group": "g"}\n')
+    with pytest.raises(LabelledFileError, match=r"plain.jsonl.gz: not a whole gzip file.*drop the .gz"):
+        read_workload(plain)
+    cut = tmp_path / "cut.jsonl.gz"
+    cut.write_bytes(gzip.compress(b'{"a": "x", "b": "y", "duplicate": true}\n' * 200)[:60])
+    with pytest.raises(LabelledFileError, match=r"cut.jsonl.gz: not a whole gzip file"):
+        read_pairs(cut)
+    huge = _lines(tmp_path / "huge.jsonl", '{"text": "a", "group": ' + "9" * 5000 + "}")
+    with pytest.raises(LabelledFileError, match=r"huge.jsonl:1: not usable JSON"):
+        read_workload(huge)
+    with pytest.raises(LabelledFileError, match=r": is a folder; give one .jsonl"):
+        read_workload(tmp_path)
 
 
 def test_a_limit_stops_reading_before_a_bad_row(tmp_path):
@@ -76,6 +127,8 @@ def test_a_limit_stops_reading_before_a_bad_row(tmp_path):
     assert len(read_workload(path, limit=2)) == 2
     with pytest.raises(LabelledFileError, match=r"w.jsonl:3: not valid JSON"):
         read_workload(path)
+    pairs = _lines(tmp_path / "p.jsonl", {"a": "x", "b": "y", "duplicate": True}, "not json")
+    assert len(read_pairs(pairs, limit=1)) == 1
 
 
 def test_a_missing_file_is_said_as_such(tmp_path):
@@ -91,15 +144,41 @@ def test_evaluate_overrides_are_held_to_the_configured_ranges(option, value):
         effective_namespace(load_settings(), "default", None, **{option: value})
 
 
-def test_too_little_data_is_refused_but_too_low_a_precision_is_an_answer():
-    few = [Operating.counted(0.8, None, served=30, right=30, positives=30)]
+@pytest.mark.parametrize("rate", [0.001, 0.005, 0.01, 0.02, 0.025, 0.05, 0.1, 0.3, 0.7, 0.85, 0.95])
+def test_the_fewest_right_hits_needed_is_what_choose_accepts(rate):
+    floor = minimum_served(rate)
+    needed = right_needed(rate)
+
+    def at(served, right):
+        return Operating.counted(0.8, None, served=served, right=right, positives=served)
+
+    assert choose([at(floor, needed)], rate) is not None
+    assert choose([at(floor, needed - 1)], rate) is None
+    assert could_qualify(at(floor, needed), rate) and not could_qualify(at(floor - 1, floor - 1), rate)
+
+
+def test_ninety_nine_right_of_a_hundred_meets_one_in_a_hundred():
+    assert within_target(100, 99, 0.01) and not within_target(100, 98, 0.01)
+    assert choose([Operating.counted(0.8, None, served=100, right=99, positives=120)], 0.01) is not None
+
+
+@pytest.mark.parametrize(
+    "served, right", [(30, 30), (99, 99), (150, 50)], ids=["few", "one short", "few right"]
+)
+def test_too_little_data_is_refused(served, right):
+    points = [Operating.counted(0.8, None, served=served, right=right, positives=right)]
     with pytest.raises(
         LabelledFileError,
-        match=r"at least 100 hits, 99 of them right.*serves 30 right here.*nothing was written",
+        match=rf"at least 100 hits, 99 of them right.*serves {served}.*most right at any is {right}"
+        ".*settings were left as they were",
     ):
-        _require_enough_evidence(Path("p.jsonl"), few, 0.01)
+        _require_enough_evidence(Path("p.jsonl"), points, 0.01)
+
+
+def test_too_low_a_precision_on_enough_data_is_an_answer():
     imprecise = [Operating.counted(0.8, None, served=400, right=300, positives=300)]
     _require_enough_evidence(Path("p.jsonl"), imprecise, 0.01)  # enough evidence: no error
+    assert choose(imprecise, 0.01) is None  # and calibrate writes semantic reuse off
 
 
 @pytest.mark.parametrize(
@@ -119,12 +198,23 @@ def test_too_little_data_is_refused_but_too_low_a_precision_is_an_answer():
             ["calibrate", "--pairs", "{tmp}/w.jsonl", "--tenant", "t", "--namespace", "n"],
             "w.jsonl:1: a pair needs the fields",
         ),
+        (
+            ["calibrate", "--pairs", "{tmp}/p.jsonl", "--tenant", "t", "--namespace", "n"],
+            "the file labels 1 pairs duplicates",
+        ),
+        (
+            ["calibrate", "--workload", "{tmp}/w.jsonl", "--tenant", "t", "--namespace", "n"],
+            "its 1 distinct texts in 1 groups allow 0 at most",
+        ),
     ],
 )
 def test_the_command_line_says_what_was_wrong_without_a_traceback(tmp_path, monkeypatch, capsys, argv, said):
     monkeypatch.setenv("INFERCACHE_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     _lines(tmp_path / "w.jsonl", {"text": "a", "group": "g"})
+    _lines(
+        tmp_path / "p.jsonl", {"a": "x", "b": "y", "duplicate": True}, {"a": "x", "b": "z", "duplicate": 0}
+    )
     (tmp_path / "empty.jsonl").write_text("\n")
     assert main([a.format(tmp=tmp_path) for a in argv]) == 2
     err = capsys.readouterr().err
