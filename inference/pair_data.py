@@ -12,6 +12,7 @@ import gzip
 import hashlib
 import json
 import reprlib
+import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -27,55 +28,88 @@ class LabelledFileError(ValueError):
 
 def _json_rows(path: Path, limit: int | None = None) -> Iterator[tuple[int, dict]]:
     """(line number, row) for each non-blank line of a .jsonl or .jsonl.gz file; the first
-    `limit` rows only where a limit is given. A file that cannot be read as UTF-8 JSON lines
-    is refused with what is wrong with it, never with a traceback."""
-    if path.is_dir():
-        raise LabelledFileError(f"{path}: is a folder; give one .jsonl or .jsonl.gz file")
-    if not path.is_file():
-        raise LabelledFileError(f"{path}: no such file")
-    gzipped = path.suffix == ".gz"
-    opener = gzip.open if gzipped else open
-    try:
-        # utf-8-sig: files saved by spreadsheet tools often begin with a byte-order mark.
-        with opener(path, "rt", encoding="utf-8-sig") as handle:
-            yield from _parsed_lines(path, handle, limit)
-    except UnicodeDecodeError as error:
-        raise LabelledFileError(
-            f"{path}: not UTF-8 text (byte {error.object[error.start]:#04x}); save it as UTF-8"
-        ) from None
-    except (gzip.BadGzipFile, EOFError) as error:
-        raise LabelledFileError(
-            f"{path}: not a whole gzip file ({error}); recompress it, or drop the .gz suffix if "
-            "it is plain text"
-        ) from None
-    except OSError as error:
-        what = "gzip file" if gzipped else "file"
-        raise LabelledFileError(f"{path}: the {what} cannot be read ({error.strerror or error})") from None
-
-
-def _parsed_lines(path: Path, handle, limit: int | None) -> Iterator[tuple[int, dict]]:
+    `limit` rows only where a limit is given, reading no further. A file that cannot be read
+    as UTF-8 JSON lines is refused with the line and what is wrong, never with a traceback."""
+    if limit is not None and limit < 1:
+        return
     read = 0
-    for number, line in enumerate(handle, start=1):
-        if limit is not None and read >= limit:
-            return
+    for number, raw in _raw_lines(path):
+        try:
+            # utf-8-sig: files saved by spreadsheet tools often begin with a byte-order mark.
+            line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+        except UnicodeDecodeError as error:
+            raise LabelledFileError(
+                f"{path}:{number}: not UTF-8 text (byte {raw[error.start]:#04x} at byte {error.start + 1} "
+                "of the line); save the file as UTF-8"
+            ) from None
         if not line.strip():
             continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise LabelledFileError(
-                f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno})"
-            ) from None
-        except ValueError:
-            # The one other ValueError json raises: an integer of more digits than Python
-            # converts (its message advises an interpreter setting, no help here).
-            raise LabelledFileError(
-                f"{path}:{number}: not usable JSON (a number of thousands of digits); write it as a string"
-            ) from None
-        if not isinstance(row, dict):
-            raise LabelledFileError(f"{path}:{number}: each line must be one JSON object")
+        row = _parsed(path, number, line)
         read += 1
         yield number, row
+        if limit is not None and read >= limit:
+            return
+
+
+def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of a plain or gzip file; only reading's own errors are turned
+    into LabelledFileError, each saying what the file is."""
+    gzipped = path.suffix.lower() == ".gz"
+    try:
+        if path.is_dir():
+            raise LabelledFileError(f"{path}: is a folder; give one .jsonl or .jsonl.gz file")
+        handle = gzip.open(path, "rb") if gzipped else open(path, "rb")  # closed by the with below
+    except FileNotFoundError:
+        raise LabelledFileError(f"{path}: no such file") from None
+    except OSError as error:
+        raise LabelledFileError(f"{path}: the file cannot be read ({error.strerror or error})") from None
+    with handle:
+        number = 0
+        while True:
+            try:
+                raw = handle.readline()
+            except (gzip.BadGzipFile, EOFError, zlib.error) as error:
+                raise LabelledFileError(
+                    f"{path}: not a whole gzip file ({error or 'it ends early'}); recompress it, or "
+                    "drop the .gz suffix if it is plain text"
+                ) from None
+            except OSError as error:
+                raise LabelledFileError(
+                    f"{path}: the file cannot be read ({error.strerror or error})"
+                ) from None
+            if not raw:
+                return
+            number += 1
+            yield number, raw
+
+
+def _parsed(path: Path, number: int, line: str) -> dict:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as error:
+        raise LabelledFileError(
+            f"{path}:{number}: not valid JSON ({error.msg} at column {error.colno})"
+        ) from None
+    except ValueError:
+        # The one other ValueError json raises: an integer of more digits than Python
+        # converts (its message advises an interpreter setting, no help here).
+        raise LabelledFileError(
+            f"{path}:{number}: not usable JSON (a number of thousands of digits); write it as a string"
+        ) from None
+    except RecursionError:
+        raise LabelledFileError(f"{path}:{number}: JSON nested too deep to read") from None
+    if not isinstance(row, dict):
+        raise LabelledFileError(f"{path}:{number}: each line must be one JSON object")
+    if "\\u" in line:
+        # An escaped lone surrogate ("\\ud800") parses but is no text: it cannot be stored.
+        try:
+            json.dumps(row, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            raise LabelledFileError(
+                f"{path}:{number}: holds an unpaired surrogate escape (such as \\ud800), which "
+                "is no character; write the text as UTF-8"
+            ) from None
+    return row
 
 
 def _text(row: dict, field: str) -> str | None:
@@ -171,10 +205,11 @@ def read_workload(path: Path, limit: int | None = None) -> list[dict]:
 
 def _group(value) -> str | None:
     """A group as text: 7, 7.0 (as tables with gaps write whole numbers) and "7" are one
-    group; None for anything else (true, null, 7.5, "")."""
+    group; None for anything else (true, null, 7.5, "", and floats past 2**53, where two
+    whole numbers read as one)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, float) and value.is_integer():
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         value = int(value)
     if isinstance(value, int):
         return str(value)

@@ -269,18 +269,25 @@ def _evidence_refusal(path: Path, max_wrong_rate: float, found: str) -> Labelled
 
 def _require_enough_rows(source: CalibrationSource, rows: list[dict], max_wrong_rate: float) -> None:
     """Refuse, before any model loads, a file that holds too few duplicates for any setting
-    to qualify: right hits cannot outnumber the labelled duplicates (pairs), nor the distinct
-    texts beyond the first of each group (a workload)."""
+    to qualify. Right hits cannot outnumber the labelled duplicates (pairs), nor, in a
+    workload, the rows whose group had by then been written in another wording: a right
+    hit needs an entry of its group under another key (a row served is not inserted, so
+    each later copy of it may be served again and counts)."""
     from storage.calibration import right_needed
 
     if source.pairs is not None:
         most_right = sum(row["duplicate"] for row in rows)
         found = f"the file labels {most_right} pairs duplicates"
     else:
-        texts = {normalized_text(row["text"]) for row in rows}
-        groups = {row["group"] for row in rows}
-        most_right = len(texts) - len(groups)
-        found = f"its {len(texts)} distinct texts in {len(groups)} groups allow {most_right} at most"
+        first_wording: dict[str, str] = {}
+        reworded: set[str] = set()
+        most_right = 0
+        for row in rows:
+            key = normalized_text(row["text"])
+            if first_wording.setdefault(row["group"], key) != key:
+                reworded.add(row["group"])
+            most_right += row["group"] in reworded
+        found = f"at most {most_right} of its rows follow another wording of their group"
     if most_right < right_needed(max_wrong_rate):
         raise _evidence_refusal(source.path, max_wrong_rate, found)
 

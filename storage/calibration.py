@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 
 import numpy as np
 
@@ -89,9 +90,10 @@ def minimum_served(max_wrong_rate: float) -> int:
 
 
 def within_target(served: int, right: int, max_wrong_rate: float) -> bool:
-    """Wrong hits at most `max_wrong_rate` of those served, counted so that 99 right of 100
-    meets 0.01: 1 - 99/100 is 0.010000000000000009 in floating point."""
-    return served > 0 and served - right <= max_wrong_rate * served * (1 + 1e-9)
+    """Wrong hits at most `max_wrong_rate` of those served, in exact fractions of the rate as
+    written, so that 99 right of 100 meets 0.01 (1 - 99/100 is 0.010000000000000009 in
+    floating point) and no count passes by rounding."""
+    return served > 0 and Fraction(served - right, served) <= Fraction(repr(max_wrong_rate))
 
 
 def qualifies(point: Operating, max_wrong_rate: float) -> bool:

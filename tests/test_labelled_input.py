@@ -8,7 +8,12 @@ import pytest
 
 from inference.pair_data import LabelledFileError, read_pairs, read_workload
 from orchestration.cli import main
-from orchestration.evaluation import _require_enough_evidence, effective_namespace
+from orchestration.evaluation import (
+    CalibrationSource,
+    _require_enough_evidence,
+    _require_enough_rows,
+    effective_namespace,
+)
 from storage.calibration import (
     Operating,
     choose,
@@ -78,7 +83,7 @@ def test_a_workload_group_is_text_or_a_whole_number(tmp_path):
         {"text": "d", "group": "g"},
     )
     assert [r["group"] for r in read_workload(path)] == ["7", "7", "7", "g"]
-    for group in (None, [1], {"g": 1}, True, 1.5, " "):
+    for group in (None, [1], {"g": 1}, True, 1.5, " ", 1e16):  # 1e16 + 1 would read as 1e16
         with pytest.raises(LabelledFileError, match=r'w.jsonl:1: "group" must be a non-empty'):
             read_workload(_lines(tmp_path / "w.jsonl", {"text": "a", "group": group}))
     with pytest.raises(LabelledFileError, match=r'w.jsonl:1: "text" must be a non-empty string, not 3'):
@@ -104,20 +109,34 @@ def test_files_as_other_tools_save_them_are_read(tmp_path):
 
 def test_an_unreadable_file_is_refused_with_what_it_is(tmp_path):
     latin = tmp_path / "latin.jsonl"
-    latin.write_bytes('{"text": "caf\u00e9", "group": "g"}\n'.encode("latin-1"))
-    with pytest.raises(LabelledFileError, match=r"latin.jsonl: not UTF-8 text \(byte 0xe9\); save"):
+    latin.write_bytes('{"text": "ok", "group": "g"}\n{"text": "caf\u00e9", "group": "g"}\n'.encode("latin-1"))
+    with pytest.raises(LabelledFileError, match=r"latin.jsonl:2: not UTF-8 text \(byte 0xe9 at byte 14 of"):
         read_workload(latin)
+    assert len(read_workload(latin, limit=1)) == 1  # the limit stops before the bad line
     plain = tmp_path / "plain.jsonl.gz"
     plain.write_text('{"text": "a", "group": "g"}\n')
     with pytest.raises(LabelledFileError, match=r"plain.jsonl.gz: not a whole gzip file.*drop the .gz"):
         read_workload(plain)
+    packed = gzip.compress(b'{"a": "x", "b": "y", "duplicate": true}\n' * 200)
     cut = tmp_path / "cut.jsonl.gz"
-    cut.write_bytes(gzip.compress(b'{"a": "x", "b": "y", "duplicate": true}\n' * 200)[:60])
+    cut.write_bytes(packed[:60])
     with pytest.raises(LabelledFileError, match=r"cut.jsonl.gz: not a whole gzip file"):
         read_pairs(cut)
+    damaged = tmp_path / "damaged.JSONL.GZ"  # the suffix is read in any case
+    damaged.write_bytes(packed[:12] + bytes(b ^ 0x5A for b in packed[12:-8]) + packed[-8:])
+    with pytest.raises(LabelledFileError, match=r"damaged.JSONL.GZ: not a whole gzip file"):
+        read_pairs(damaged)
     huge = _lines(tmp_path / "huge.jsonl", '{"text": "a", "group": ' + "9" * 5000 + "}")
     with pytest.raises(LabelledFileError, match=r"huge.jsonl:1: not usable JSON"):
         read_workload(huge)
+    deep = _lines(tmp_path / "deep.jsonl", '{"text": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    with pytest.raises(LabelledFileError, match=r"deep.jsonl:1: JSON nested too deep"):
+        read_workload(deep)
+    lone = _lines(tmp_path / "lone.jsonl", '{"text": "hello \\ud800 world", "group": "g"}')
+    with pytest.raises(LabelledFileError, match=r"lone.jsonl:1: holds an unpaired surrogate"):
+        read_workload(lone)
+    paired = _lines(tmp_path / "paired.jsonl", '{"text": "thumbs \\ud83d\\udc4d", "group": "g"}')
+    assert read_workload(paired)[0]["text"] == "thumbs \U0001f44d"
     with pytest.raises(LabelledFileError, match=r": is a folder; give one .jsonl"):
         read_workload(tmp_path)
 
@@ -175,6 +194,17 @@ def test_too_little_data_is_refused(served, right):
         _require_enough_evidence(Path("p.jsonl"), points, 0.01)
 
 
+def test_copies_of_a_served_rewording_count_towards_the_evidence(tmp_path):
+    """A row served is not inserted, so each later copy of it may be served again: sixty
+    copies of one rewording can be sixty right hits, enough at 0.05 (19 needed)."""
+    rows = [{"text": "What is the capital of France?", "group": "g"}]
+    rows += [{"text": "what's the capital of france", "group": "g"}] * 60
+    source = CalibrationSource(workload=_lines(tmp_path / "w.jsonl", *rows))
+    _require_enough_rows(source, read_workload(source.workload), 0.05)  # no error
+    with pytest.raises(LabelledFileError, match="at most 60 of its rows follow another wording"):
+        _require_enough_rows(source, read_workload(source.workload), 0.01)
+
+
 def test_too_low_a_precision_on_enough_data_is_an_answer():
     imprecise = [Operating.counted(0.8, None, served=400, right=300, positives=300)]
     _require_enough_evidence(Path("p.jsonl"), imprecise, 0.01)  # enough evidence: no error
@@ -204,7 +234,7 @@ def test_too_low_a_precision_on_enough_data_is_an_answer():
         ),
         (
             ["calibrate", "--workload", "{tmp}/w.jsonl", "--tenant", "t", "--namespace", "n"],
-            "its 1 distinct texts in 1 groups allow 0 at most",
+            "at most 0 of its rows follow another wording of their group",
         ),
     ],
 )
