@@ -62,7 +62,7 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     except FileNotFoundError:
         raise LabelledFileError(f"{path}: no such file") from None
     except OSError as error:
-        raise LabelledFileError(f"{path}: the file cannot be read ({error.strerror or error})") from None
+        raise _unreadable(path, error) from None
     with handle:
         number = 0
         while True:
@@ -74,13 +74,15 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
                     "drop the .gz suffix if it is plain text"
                 ) from None
             except OSError as error:
-                raise LabelledFileError(
-                    f"{path}: the file cannot be read ({error.strerror or error})"
-                ) from None
+                raise _unreadable(path, error) from None
             if not raw:
                 return
             number += 1
             yield number, raw
+
+
+def _unreadable(path: Path, error: OSError) -> LabelledFileError:
+    return LabelledFileError(f"{path}: the file cannot be read ({error.strerror or error})")
 
 
 def _parsed(path: Path, number: int, line: str) -> dict:

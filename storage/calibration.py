@@ -89,11 +89,15 @@ def minimum_served(max_wrong_rate: float) -> int:
     return max(20, math.ceil(1.0 / max_wrong_rate))
 
 
+def _exact_rate(max_wrong_rate: float) -> Fraction:
+    """The rate as written (0.01 is 1/100), so that counts are compared without rounding:
+    1 - 99/100 is 0.010000000000000009 in floating point."""
+    return Fraction(repr(max_wrong_rate))
+
+
 def within_target(served: int, right: int, max_wrong_rate: float) -> bool:
-    """Wrong hits at most `max_wrong_rate` of those served, in exact fractions of the rate as
-    written, so that 99 right of 100 meets 0.01 (1 - 99/100 is 0.010000000000000009 in
-    floating point) and no count passes by rounding."""
-    return served > 0 and Fraction(served - right, served) <= Fraction(repr(max_wrong_rate))
+    """Wrong hits at most `max_wrong_rate` of those served, so that 99 right of 100 meets 0.01."""
+    return served > 0 and Fraction(served - right, served) <= _exact_rate(max_wrong_rate)
 
 
 def qualifies(point: Operating, max_wrong_rate: float) -> bool:
@@ -105,12 +109,8 @@ def qualifies(point: Operating, max_wrong_rate: float) -> bool:
 
 def right_needed(max_wrong_rate: float) -> int:
     """The fewest right hits any qualifying setting has: a setting serving the minimum
-    within the target. A setting serving more needs more right ones still."""
-    floor = minimum_served(max_wrong_rate)
-    right = max(0, math.floor(floor * (1.0 - max_wrong_rate)) - 1)
-    while not within_target(floor, right, max_wrong_rate):
-        right += 1
-    return right
+    within the target (right >= served x (1 - rate)). A setting serving more needs more."""
+    return math.ceil(minimum_served(max_wrong_rate) * (1 - _exact_rate(max_wrong_rate)))
 
 
 def could_qualify(point: Operating, max_wrong_rate: float) -> bool:
