@@ -12,6 +12,7 @@ from orchestration.resources import InferCacheResource
 from storage.eviction import enforce_capacity
 from storage.exact_store import open_store, replace_partition
 from storage.lookalikes import fold_lookalike_misses
+from storage.pair_scores import forget_unused
 from storage.write_back import commit_entries, new_entries
 from storage.wrong_answers import blocked_within, reports_against
 
@@ -83,6 +84,7 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
             evicted += enforce_capacity(
                 con, tenant, namespace, scope.eviction, scope.max_entries, scope.max_bytes
             )
+        pair_scores_forgotten = forget_unused(con, now)
         vectors = con.sql(
             """
             SELECT r.key, m.vector
@@ -115,6 +117,7 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
             "entries_written": written,
             "vectors_indexed": indexed,
             "entries_evicted": len(evicted),
+            "pair_scores_forgotten": pair_scores_forgotten,
             "bytes_written": int(entries["size_bytes"].sum()) if entries.height else 0,
         }
     )

@@ -14,10 +14,12 @@ pair is served only where the verifier is sure of it (CAUTIONED_MIN_SCORE).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -72,6 +74,30 @@ MAX_PAIR_TOKENS = 64
 # The embedding model whose tokenizer and word embeddings the verifier shares.
 VERIFIER_BASE_MODEL = "all-MiniLM-L6-v2"
 SCORE_BATCH = 64
+# Part of every stage's identity (LearnedScoreMemory): raise it when a change to this module
+# changes what a stage's learned score of a pair is, so kept scores are not read again.
+LEARNED_SCORE_VERSION = 1
+# The files of a model folder that decide what it computes (weights, configuration, tokenizer).
+IDENTITY_FILES = (
+    CONFIG_FILE,
+    WEIGHTS_FILE,
+    "model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.txt",
+)
+
+
+class LearnedScoreMemory(Protocol):
+    """Where a stage's learned scores of pairs are kept between look-ups
+    (storage/pair_scores.py), under the stage's identity."""
+
+    def recall(self, stage: str, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """Each pair's kept score, NaN where none is kept."""
+        ...
+
+    def keep(self, stage: str, pairs: Sequence[tuple[str, str]], scores: np.ndarray) -> None: ...
 
 
 def build_cross_encoder(base_folder: Path, num_layers: int):
@@ -91,15 +117,36 @@ def build_cross_encoder(base_folder: Path, num_layers: int):
 class PairVerifier:
     """One cross-encoder, or several whose logits are averaged (all on one tokenizer),
     computed in `dtype` (inference/dtypes.py); with a `second_stage` verifier, a pair this
-    one scores at SECOND_STAGE_FLOOR or more scores as two_stage_scores says, and one under it 0."""
+    one scores at SECOND_STAGE_FLOOR or more scores as two_stage_scores says, and one under it 0.
+
+    `identity` names what this stage computes (load_verifier gives it: a digest of its
+    model files and dtype); with a `memory` too, learned scores kept there are read instead
+    of computed, and new ones are kept (see remembering)."""
 
     def __init__(
-        self, models: list, tokenizer, dtype: str = "float32", second_stage: PairVerifier | None = None
+        self,
+        models: list,
+        tokenizer,
+        dtype: str = "float32",
+        second_stage: PairVerifier | None = None,
+        identity: str | None = None,
+        memory: LearnedScoreMemory | None = None,
     ) -> None:
+        if memory is not None and identity is None:
+            raise ValueError("a verifier keeps scores only under an identity (load_verifier gives one)")
         self.models = [model.eval() for model in models]
         self.tokenizer = tokenizer
         self.dtype = resolve_dtype(dtype)
         self.second_stage = second_stage
+        self.identity = identity
+        self.memory = memory
+
+    def remembering(self, memory: LearnedScoreMemory | None) -> PairVerifier:
+        """This verifier (the same loaded models) with both stages keeping their learned
+        scores in `memory`: a pair a stage has read before is not read again (None: a
+        copy that keeps nothing)."""
+        second = None if self.second_stage is None else self.second_stage.remembering(memory)
+        return PairVerifier(self.models, self.tokenizer, self.dtype, second, self.identity, memory)
 
     @classmethod
     def load(
@@ -148,14 +195,7 @@ class PairVerifier:
         to_score = np.flatnonzero(~vetoed)
         if not len(to_score):
             return scores
-        ordered = [tuple(sorted(pairs[i])) for i in to_score]
-        lengths = [len(a) + len(b) for a, b in ordered]
-        by_length = np.argsort(lengths, kind="stable")
-        with torch.inference_mode():
-            for start in range(0, len(by_length), SCORE_BATCH):
-                batch = by_length[start : start + SCORE_BATCH]
-                logits = self.logits([ordered[i] for i in batch])
-                scores[to_score[batch]] = torch.sigmoid(logits).cpu().numpy()
+        scores[to_score] = self._learned([tuple(sorted(pairs[i])) for i in to_score])
         if self.second_stage is not None:
             bar = np.zeros(len(pairs)) if at_least is None else np.asarray(at_least, dtype=float)
             # A cautioned pair is held to CAUTIONED_MIN_SCORE at least.
@@ -167,6 +207,33 @@ class PairVerifier:
                 second = self.second_stage.score([pairs[i] for i in passed], vetoes=False)
                 scores[passed] = two_stage_scores(scores[passed], second)
         return checked_scores(scores, vetoed, cautioned)
+
+    def _learned(self, ordered: list[tuple[str, str]]) -> np.ndarray:
+        """This stage's learned scores of ordered pairs: kept ones from the memory, the
+        rest read once each (a pair asked twice is read once) and kept."""
+        scores = np.full(len(ordered), np.nan, dtype=np.float32)
+        if self.memory is not None:
+            scores[:] = self.memory.recall(self.identity, ordered)
+        unread = list(dict.fromkeys(ordered[i] for i in np.flatnonzero(np.isnan(scores))))
+        if unread:
+            read = dict(zip(unread, self._read(unread), strict=True))
+            if self.memory is not None:
+                self.memory.keep(self.identity, unread, np.asarray(list(read.values()), dtype=np.float32))
+            for position in np.flatnonzero(np.isnan(scores)):
+                scores[position] = read[ordered[position]]
+        return scores
+
+    def _read(self, ordered: list[tuple[str, str]]) -> np.ndarray:
+        """The models' scores of ordered pairs, batched by length so that little of each
+        batch is padding."""
+        scores = np.zeros(len(ordered), dtype=np.float32)
+        by_length = np.argsort([len(a) + len(b) for a, b in ordered], kind="stable")
+        with torch.inference_mode():
+            for start in range(0, len(by_length), SCORE_BATCH):
+                batch = by_length[start : start + SCORE_BATCH]
+                logits = self.logits([ordered[i] for i in batch])
+                scores[batch] = torch.sigmoid(logits).cpu().numpy()
+        return scores
 
 
 def two_stage_scores(first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -240,8 +307,33 @@ def _load_verifier(
     second = None
     if second_stage is not None:
         model, second_tokenizer = _load_second_stage(second_stage)
-        second = PairVerifier([model], second_tokenizer, dtype)
-    return PairVerifier(models, tokenizer, dtype, second)
+        from inference.mpnet_base import mpnet_folder
+
+        second_identity = stage_identity((str(mpnet_folder()), second_stage), dtype)
+        second = PairVerifier([model], second_tokenizer, dtype, identity=second_identity)
+    identity = stage_identity((base_folder, *folders), dtype)
+    return PairVerifier(models, tokenizer, dtype, second, identity=identity)
+
+
+def stage_identity(folders: Sequence[str], dtype: str) -> str:
+    """What one stage computes, as a name: a digest of its model folders' files that
+    decide it (IDENTITY_FILES), the dtype it runs in, the pair length it reads and
+    LEARNED_SCORE_VERSION. A retrained model, another base or dtype is another stage."""
+    digest = hashlib.sha256(f"{LEARNED_SCORE_VERSION}:{dtype}:{MAX_PAIR_TOKENS}".encode())
+    for folder in folders:
+        for name in IDENTITY_FILES:
+            path = Path(folder) / name
+            if path.is_file():
+                digest.update(f":{name}:".encode())
+                digest.update(_file_digest(str(path), path.stat().st_size, path.stat().st_mtime_ns).encode())
+    return f"{LEARNED_SCORE_VERSION}-{dtype}-{digest.hexdigest()[:32]}"
+
+
+@lru_cache(maxsize=64)
+def _file_digest(path: str, size: int, modified_ns: int) -> str:
+    """SHA-256 of a file, once per process for the same size and modification time."""
+    with open(path, "rb") as file:
+        return hashlib.file_digest(file, "sha256").hexdigest()
 
 
 @lru_cache(maxsize=1)

@@ -17,6 +17,7 @@ from storage.config import Settings, load_settings
 from storage.embedding_cache import EmbeddingCache
 from storage.locations import StoreLocations
 from storage.lookalikes import Verify
+from storage.pair_scores import VerifiedPairScores
 from storage.semantic_index import SemanticIndex
 
 DEFAULT_HOME = ".infercache"
@@ -35,6 +36,10 @@ class InferCacheResource(dg.ConfigurableResource):
     # A verifier folder (python -m inference.train_verifier --out) used alone instead of the
     # shipped pair of models, e.g. to try a retrained one.
     verifier_folder: str | None = None
+    # Keep each verifier stage's learned pair scores in the cache file, so a pair met again
+    # (a text served from the cache yesterday comes again today) is not read again
+    # (storage/pair_scores.py). Off: every look-up reads every pair.
+    keep_pair_scores: bool = True
 
     @property
     def locations(self) -> StoreLocations:
@@ -55,11 +60,15 @@ class InferCacheResource(dg.ConfigurableResource):
         return EmbeddingCache(self.locations.lance_folder, embedding_model, dimension)
 
     def verifier(self) -> Verify:
-        """The pair verifier's scoring function (loaded once per process)."""
+        """The pair verifier's scoring function (loaded once per process), keeping its
+        learned scores in the cache file unless keep_pair_scores is off."""
         settings = self.settings()
         base = settings.embedding_model(VERIFIER_BASE_MODEL).model_folder()
         folders = (self.verifier_folder,) if self.verifier_folder else None  # None: the shipped ones
-        return load_verifier(str(base), folders, dtype=settings.verifier_dtype).score
+        verifier = load_verifier(str(base), folders, dtype=settings.verifier_dtype)
+        if self.keep_pair_scores:
+            verifier = verifier.remembering(VerifiedPairScores(self.locations.duckdb_path, self.now()))
+        return verifier.score
 
     def semantic_index(self, embedding_model: str) -> SemanticIndex:
         dimension = self.embedder(embedding_model).dimension

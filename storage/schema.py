@@ -110,6 +110,14 @@ TABLES: dict[str, str] = {
         answer_json VARCHAR,
         error VARCHAR
     """,
+    # Each verifier stage's learned score of a pair, by the pair's hash (storage/pair_scores.py).
+    "verified_pair_scores": """
+        stage VARCHAR NOT NULL,
+        pair_hash VARCHAR NOT NULL,
+        score FLOAT NOT NULL,
+        scored_at TIMESTAMP NOT NULL,
+        used_at TIMESTAMP NOT NULL
+    """,
     # Answers a reviewer found wrong (storage/wrong_answers.py): neither side answers
     # requests like the other again.
     "wrong_answer_reports": """

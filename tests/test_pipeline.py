@@ -208,6 +208,7 @@ def test_rematerializing_a_partition_gives_the_same_state(two_days):
         "FROM request_outcomes ORDER BY partition, request_id",
     )
     before_entries = _query(home, "SELECT key, answer_json, source_partition FROM cache_entries ORDER BY key")
+    kept_before = _query(home, "SELECT stage, pair_hash, score FROM verified_pair_scores ORDER BY ALL")
     again = _materialize(resource, DAY2, instance)
     after_outcomes = _query(
         home,
@@ -220,6 +221,28 @@ def test_rematerializing_a_partition_gives_the_same_state(two_days):
     # One vector per entry (every namespace here has semantic reuse on), no duplicates.
     assert index.count() == vectors_before == before_entries.height
     assert _report(again)["semantic_hits"] == _report(second)["semantic_hits"]
+    # The re-run met only pairs its first run had read: it kept no new score.
+    assert kept_before.height and kept_before.equals(
+        _query(home, "SELECT stage, pair_hash, score FROM verified_pair_scores ORDER BY ALL")
+    )
+
+
+def test_kept_pair_scores_change_no_outcome(two_days, tmp_path):
+    """The same two days with every pair read afresh serve the same answers the same way."""
+    home, *_ = two_days
+    fresh_home = tmp_path / "fresh"
+    _lenient_verifier(fresh_home)
+    _land(fresh_home, DAY1, DAY1_ROWS)
+    _land(fresh_home, DAY2, DAY2_ROWS)
+    resource = InferCacheResource(home=str(fresh_home), keep_pair_scores=False)
+    instance = dg.DagsterInstance.ephemeral()
+    for day in (DAY1, DAY2):
+        _materialize(resource, day, instance)
+    outcomes = (
+        "SELECT partition, request_id, path, served_key, answer_json FROM request_outcomes ORDER BY ALL"
+    )
+    assert _query(fresh_home, outcomes).equals(_query(home, outcomes))
+    assert _query(fresh_home, "SELECT count(*) AS kept FROM verified_pair_scores")["kept"][0] == 0
 
 
 def test_write_back_applies_each_tenant_namespace_own_capacity_and_ttl(tmp_path):
