@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.common import WORKLOADS_FOLDER, quiet_environment
+from storage.config import DTYPES
 
 DEFAULT_WORKLOAD = WORKLOADS_FOLDER / "adversarial_holdout4.jsonl"
 COMPARED = ("exact_hits", "semantic_hits", "right_semantic_hits", "wrong_hits", "precision", "recall")
@@ -55,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks pair_scores", description=__doc__)
     parser.add_argument("--workload", type=Path, default=DEFAULT_WORKLOAD)
     parser.add_argument("--rounds", type=int, default=3, help="day-2 runs of each kind")
+    parser.add_argument(
+        "--dtype",
+        choices=DTYPES,
+        default=None,
+        help="the dtype the verifier computes in (default: models.yaml's verifier.dtype)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     quiet_environment()
@@ -68,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
         settings = load_settings(home=root / "home")
         namespace = settings.namespace("default")
         loaded = load_verifier(
-            str(settings.embedding_model(VERIFIER_BASE_MODEL).model_folder()), dtype=settings.verifier_dtype
+            str(settings.embedding_model(VERIFIER_BASE_MODEL).model_folder()),
+            dtype=args.dtype or settings.verifier_dtype,
         )
         kept_day1 = root / "kept-day1.duckdb"
         day1_seconds, day1, day1_read = _day(

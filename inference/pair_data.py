@@ -11,6 +11,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 import reprlib
 import zlib
 from collections.abc import Iterable, Iterator
@@ -51,6 +52,9 @@ def _json_rows(path: Path, limit: int | None = None) -> Iterator[tuple[int, dict
             return
 
 
+_BARE_CR = re.compile(rb"\r(?!\n)")
+
+
 def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """(line number, bytes) of a plain or gzip file; only reading's own errors are turned
     into LabelledFileError, each saying what the file is."""
@@ -77,8 +81,11 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
                 raise _unreadable(path, error) from None
             if not raw:
                 return
-            number += 1
-            yield number, raw
+            # A CR alone ends a line too (files saved with classic Mac line ends): JSON never
+            # holds one unescaped inside a string, and a row is one line.
+            for piece in _BARE_CR.split(raw):
+                number += 1
+                yield number, piece
 
 
 def _unreadable(path: Path, error: OSError) -> LabelledFileError:

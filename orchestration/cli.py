@@ -58,7 +58,7 @@ def _evaluate(args: argparse.Namespace) -> int:
 
     home = _prepare_environment()
     settings = load_settings(home=home)
-    _say_if_unconfigured(settings, args.namespace, args.tenant, "the defaults apply")
+    warnings = _say_if_unconfigured(settings, args.namespace, args.tenant, "the defaults apply")
     namespace = effective_namespace(
         settings,
         args.namespace,
@@ -71,11 +71,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     report = evaluate(
         settings, args.workload, namespace, args.store, tenant=args.tenant, show_wrong=args.show_wrong
     )
+    report["warnings"] = warnings
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         for key, value in report.items():
-            if key == "wrong_hit_examples":
+            if key in ("wrong_hit_examples", "warnings"):  # the warnings are on stderr already
                 continue
             print(f"{key:>22}  {value}")
         for hit in report.get("wrong_hit_examples", []):
@@ -94,7 +95,9 @@ def _calibrate(args: argparse.Namespace) -> int:
 
     home = _prepare_environment()
     settings = load_settings(home=home)
-    _say_if_unconfigured(settings, args.namespace, args.tenant, "calibration starts it from the defaults")
+    warnings = _say_if_unconfigured(
+        settings, args.namespace, args.tenant, "calibration starts it from the defaults"
+    )
     report = calibrate(
         settings,
         home,
@@ -105,6 +108,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         args.limit,
         StoreLocations(home).lance_folder,
     )
+    report["warnings"] = warnings
     if args.json:
         print(json.dumps(report, indent=2))
     else:
@@ -166,18 +170,17 @@ def _report_wrong(args: argparse.Namespace) -> int:
     return 0
 
 
-def _say_if_unconfigured(settings, namespace: str, tenant: str, consequence: str) -> None:
-    """A namespace named nowhere in the settings is most often a typo: say so on stderr."""
+def _say_if_unconfigured(settings, namespace: str, tenant: str, consequence: str) -> list[str]:
+    """A namespace named nowhere in the settings is most often a typo: say so on stderr,
+    and return what was said, for the JSON report's "warnings" (a script reading only
+    stdout sees it too)."""
     if namespace == DEFAULT_NAMESPACE:
-        return
-    if namespace not in settings.namespace_overrides and namespace not in settings.tenant_overrides.get(
-        tenant, {}
-    ):
-        print(
-            f"infercache: namespace {namespace!r} has no settings of its own (tenant {tenant!r}); "
-            f"{consequence}",
-            file=sys.stderr,
-        )
+        return []
+    if namespace in settings.namespace_overrides or namespace in settings.tenant_overrides.get(tenant, {}):
+        return []
+    warning = f"namespace {namespace!r} has no settings of its own (tenant {tenant!r}); {consequence}"
+    print(f"infercache: {warning}", file=sys.stderr)
+    return [warning]
 
 
 def _fmt(value: float | None) -> str:

@@ -82,6 +82,18 @@ def test_evaluate_replays_a_workload_and_prints_one_json_document(tmp_path):
     assert plain["candidates_vetoed_by_check"] is None
     assert plain["candidates_cautioned_by_check"] is None
     assert plain["settings"]["verifier_dtype"] is None  # no verifier ran
+    assert plain["warnings"] == []
+
+
+def test_evaluate_warns_in_its_json_too_of_a_namespace_without_settings(tmp_path):
+    """A script that reads only stdout must see it as well as a person reading stderr."""
+    workload = _workload(tmp_path, [{"text": "How do I reset my password?", "group": "reset"}])
+    args = ("evaluate", "--workload", str(workload), "--no-verify", "--namespace", "demo-faq-answrs")
+    report = _cli(tmp_path, *args)
+    assert len(report["warnings"]) == 1
+    assert "'demo-faq-answrs' has no settings of its own" in report["warnings"][0]
+    assert "the defaults apply" in report["warnings"][0]
+    assert _cli(tmp_path, *args[:-1], "demo-faq-answers")["warnings"] == []
 
 
 def test_evaluate_with_the_verifier_says_which_checks_vetoed(tmp_path):
@@ -200,8 +212,12 @@ def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path)
     assert load_settings(home=tmp_path).namespace("faq", "globex") == load_settings().namespace(
         "faq", "globex"
     )
+    # "faq" had no settings of its own until this calibration wrote them.
+    assert first["warnings"] == [
+        "namespace 'faq' has no settings of its own (tenant 'acme'); calibration starts it from the defaults"
+    ]
     second = _cli(tmp_path, *args)
-    assert second["embedded_now"] == 0
+    assert second["embedded_now"] == 0 and second["warnings"] == []
     # Too few pairs to tell a setting's wrong-hit rate from zero: refused, and the earlier
     # calibration stands (it is not switched off for want of data).
     few = tmp_path / "few.jsonl"

@@ -105,6 +105,16 @@ def test_files_as_other_tools_save_them_are_read(tmp_path):
     packed = tmp_path / "w.jsonl.gz"
     packed.write_bytes(gzip.compress(lines.encode()))
     assert read_workload(bom) == rows and read_workload(packed) == rows
+    # Classic Mac line ends (a CR alone), also mixed with the others; a bad row is named by
+    # the line an editor shows it on.
+    mac = tmp_path / "mac.jsonl"
+    mac.write_bytes("".join(json.dumps(r) + "\r" for r in rows).encode())
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_bytes((json.dumps(rows[0]) + "\r" + json.dumps(rows[1]) + "\r\n").encode())
+    assert read_workload(mac) == rows and read_workload(mixed) == rows
+    mac.write_bytes((json.dumps(rows[0]) + "\r" + json.dumps(rows[1]) + "\r{oops\r").encode())
+    with pytest.raises(LabelledFileError, match=r"mac.jsonl:3: not valid JSON"):
+        read_workload(mac)
 
 
 def test_an_unreadable_file_is_refused_with_what_it_is(tmp_path):
