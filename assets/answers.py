@@ -8,6 +8,7 @@ import polars as pl
 
 from assets.partitions import PARTITION_FLOW
 from inference.miss_runner import answer_misses
+from inference.pair_verifier import verifier_counts
 from orchestration.resources import InferCacheResource
 from storage.eviction import enforce_capacity
 from storage.exact_store import open_store, replace_partition
@@ -39,7 +40,8 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
         ).pl()
         reports = reports_against(con, misses["key"].to_list())
     blocked = functools.partial(blocked_within, reports=reports) if reports else None
-    leaders = fold_lookalike_misses(misses, infercache.verifier(), blocked) if misses.height else {}
+    verifier = infercache.pair_verifier() if misses.height else None
+    leaders = fold_lookalike_misses(misses, verifier.score, blocked) if verifier else {}
     outputs = answer_misses(misses, infercache.backend, leaders)
     with open_store(infercache.locations.duckdb_path) as con:
         replace_partition(
@@ -56,6 +58,7 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
             "failed": counts.get("failed", 0),
             "device_seconds": float(outputs["device_seconds"].sum()) if outputs.height else 0.0,
             "batches": outputs["batch_index"].n_unique() if outputs.height else 0,
+            **verifier_counts(verifier),
         }
     )
 

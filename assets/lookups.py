@@ -7,6 +7,7 @@ import numpy as np
 import polars as pl
 
 from assets.partitions import PARTITION_FLOW
+from inference.pair_verifier import verifier_counts
 from orchestration.resources import InferCacheResource
 from storage.exact_store import (
     lookup_exact,
@@ -117,6 +118,8 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
             """,
             params=[partition],
         ).pl()
+        # Loaded only where there is something to search: a look-up may need no verifier.
+        verifier = infercache.pair_verifier() if candidates.height else None
         for (embedding_model,), group in candidates.group_by(["embedding_model"], maintain_order=True):
             started = time.perf_counter()
             vectors = np.asarray(group["vector"].to_list(), dtype=np.float32)
@@ -126,7 +129,7 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
                 group,
                 vectors,
                 now,
-                verify=infercache.verifier(),
+                verify=verifier.score,
                 before_partition=partition,
             )
             share = (time.perf_counter() - started) / group.height
@@ -142,5 +145,6 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
             "searched": candidates.height,
             "semantic_hits": hits,
             "semantic_hit_rate_of_searched": hits / candidates.height if candidates.height else None,
+            **verifier_counts(verifier),
         }
     )

@@ -29,27 +29,17 @@ DEFAULT_WORKLOAD = WORKLOADS_FOLDER / "adversarial_holdout4.jsonl"
 COMPARED = ("exact_hits", "semantic_hits", "right_semantic_hits", "wrong_hits", "precision", "recall")
 
 
-class ReadCounter:
-    """Counts the pairs a verifier stage gives its models (PairVerifier._read)."""
-
-    def __init__(self, stage) -> None:
-        self.pairs = 0
-        self._read = stage._read
-        stage._read = self
-
-    def __call__(self, ordered):
-        self.pairs += len(ordered)
-        return self._read(ordered)
-
-
 def _day(settings, workload: Path, namespace, store: Path, verifier) -> tuple[float, dict, dict]:
     from orchestration.evaluation import evaluate
 
-    counters = {"first_stage": ReadCounter(verifier), "second_stage": ReadCounter(verifier.second_stage)}
     started = time.perf_counter()
     report = evaluate(settings, workload, namespace, store, verify=verifier.score)
     seconds = time.perf_counter() - started
-    return seconds, report, {name: counter.pairs for name, counter in counters.items()}
+    return (
+        seconds,
+        report,
+        {"first_stage": verifier.pairs_read, "second_stage": verifier.second_stage.pairs_read},
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

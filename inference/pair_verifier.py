@@ -140,6 +140,10 @@ class PairVerifier:
         self.second_stage = second_stage
         self.identity = identity
         self.memory = memory
+        # What this stage did with the pairs it was asked about: read them with its models,
+        # or found their scores kept (verifier_counts, in the assets' metadata).
+        self.pairs_read = 0
+        self.pairs_from_kept_scores = 0
 
     def remembering(self, memory: LearnedScoreMemory | None) -> PairVerifier:
         """This verifier (the same loaded models) with both stages keeping their learned
@@ -214,7 +218,9 @@ class PairVerifier:
         scores = np.full(len(ordered), np.nan, dtype=np.float32)
         if self.memory is not None:
             scores[:] = self.memory.recall(self.identity, ordered)
+            self.pairs_from_kept_scores += int(np.count_nonzero(~np.isnan(scores)))
         unread = list(dict.fromkeys(ordered[i] for i in np.flatnonzero(np.isnan(scores))))
+        self.pairs_read += len(unread)
         if unread:
             read = dict(zip(unread, self._read(unread), strict=True))
             if self.memory is not None:
@@ -234,6 +240,18 @@ class PairVerifier:
                 logits = self.logits([ordered[i] for i in batch])
                 scores[batch] = torch.sigmoid(logits).cpu().numpy()
         return scores
+
+
+def verifier_counts(verifier: PairVerifier | None) -> dict[str, int]:
+    """Pairs a verifier's models read and pairs whose scores were kept, over both stages
+    (0 where no verifier was needed)."""
+    stages = (
+        [] if verifier is None else [verifier, *([verifier.second_stage] if verifier.second_stage else [])]
+    )
+    return {
+        "verifier_pairs_read": sum(stage.pairs_read for stage in stages),
+        "verifier_pairs_from_kept_scores": sum(stage.pairs_from_kept_scores for stage in stages),
+    }
 
 
 def two_stage_scores(first: np.ndarray, second: np.ndarray) -> np.ndarray:

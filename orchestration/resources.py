@@ -12,7 +12,7 @@ from inference.backends import load_backend
 from inference.base import Backend
 from inference.embedder import Embedder, load_embedder
 from inference.miss_runner import BatchLimits
-from inference.pair_verifier import VERIFIER_BASE_MODEL, load_verifier
+from inference.pair_verifier import VERIFIER_BASE_MODEL, PairVerifier, load_verifier
 from storage.config import Settings, load_settings
 from storage.embedding_cache import EmbeddingCache
 from storage.locations import StoreLocations
@@ -59,16 +59,20 @@ class InferCacheResource(dg.ConfigurableResource):
         dimension = self.embedder(embedding_model).dimension
         return EmbeddingCache(self.locations.lance_folder, embedding_model, dimension)
 
-    def verifier(self) -> Verify:
-        """The pair verifier's scoring function (loaded once per process), keeping its
-        learned scores in the cache file unless keep_pair_scores is off."""
+    def pair_verifier(self) -> PairVerifier:
+        """The pair verifier (its models loaded once per process), keeping its learned
+        scores in the cache file unless keep_pair_scores is off; a new one per call, so
+        its counts (PairVerifier.counts) are the caller's own."""
         settings = self.settings()
         base = settings.embedding_model(VERIFIER_BASE_MODEL).model_folder()
         folders = (self.verifier_folder,) if self.verifier_folder else None  # None: the shipped ones
         verifier = load_verifier(str(base), folders, dtype=settings.verifier_dtype)
-        if self.keep_pair_scores:
-            verifier = verifier.remembering(VerifiedPairScores(self.locations.duckdb_path, self.now()))
-        return verifier.score
+        memory = VerifiedPairScores(self.locations.duckdb_path, self.now()) if self.keep_pair_scores else None
+        return verifier.remembering(memory)
+
+    def verifier(self) -> Verify:
+        """The pair verifier's scoring function (see pair_verifier)."""
+        return self.pair_verifier().score
 
     def semantic_index(self, embedding_model: str) -> SemanticIndex:
         dimension = self.embedder(embedding_model).dimension

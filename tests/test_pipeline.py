@@ -95,9 +95,13 @@ def _query(home, sql, params=None):
         con.close()
 
 
-def _report(result):
-    events = [e for e in result.get_asset_materialization_events() if e.asset_key.path == ["cache_report"]]
+def _metadata(result, asset: str) -> dict:
+    events = [e for e in result.get_asset_materialization_events() if e.asset_key.path == [asset]]
     return {k: v.value for k, v in events[0].materialization.metadata.items()}
+
+
+def _report(result):
+    return _metadata(result, "cache_report")
 
 
 @pytest.fixture(scope="module")
@@ -221,10 +225,17 @@ def test_rematerializing_a_partition_gives_the_same_state(two_days):
     # One vector per entry (every namespace here has semantic reuse on), no duplicates.
     assert index.count() == vectors_before == before_entries.height
     assert _report(again)["semantic_hits"] == _report(second)["semantic_hits"]
-    # The re-run met only pairs its first run had read: it kept no new score.
+    # The re-run met only pairs its first run had read: it kept no new score, and its
+    # look-ups say so.
     assert kept_before.height and kept_before.equals(
         _query(home, "SELECT stage, pair_hash, score FROM verified_pair_scores ORDER BY ALL")
     )
+    for asset in ("semantic_lookups", "inference_outputs"):
+        first, rerun = _metadata(second, asset), _metadata(again, asset)
+        asked = first["verifier_pairs_read"] + first["verifier_pairs_from_kept_scores"]
+        assert rerun["verifier_pairs_read"] == 0
+        assert rerun["verifier_pairs_from_kept_scores"] == asked
+    assert _metadata(second, "semantic_lookups")["verifier_pairs_read"] > 0
 
 
 def test_kept_pair_scores_change_no_outcome(two_days, tmp_path):
