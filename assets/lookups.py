@@ -118,7 +118,7 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
             """,
             params=[partition],
         ).pl()
-        # Loaded only where there is something to search: a look-up may need no verifier.
+        # Not loaded for a partition with nothing to search (every request an exact hit).
         verifier = infercache.pair_verifier() if candidates.height else None
         for (embedding_model,), group in candidates.group_by(["embedding_model"], maintain_order=True):
             started = time.perf_counter()

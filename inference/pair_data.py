@@ -55,6 +55,19 @@ def _json_rows(path: Path, limit: int | None = None) -> Iterator[tuple[int, dict
 _BARE_CR = re.compile(rb"\r(?!\n)")
 
 
+def _split_at_bare_cr(raw: bytes) -> list[bytes]:
+    """A CR alone ends a line too (files saved with classic Mac line ends), unless the
+    line is one JSON document as it stands: a CR is also whitespace between JSON tokens,
+    and such a row parsed before. JSON strings never hold one unescaped."""
+    if not _BARE_CR.search(raw):
+        return [raw]
+    try:
+        json.loads(raw.decode("utf-8"))
+    except ValueError:  # not UTF-8 or not one document: read it as lines
+        return _BARE_CR.split(raw)
+    return [raw]
+
+
 def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     """(line number, bytes) of a plain or gzip file; only reading's own errors are turned
     into LabelledFileError, each saying what the file is."""
@@ -81,9 +94,7 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
                 raise _unreadable(path, error) from None
             if not raw:
                 return
-            # A CR alone ends a line too (files saved with classic Mac line ends): JSON never
-            # holds one unescaped inside a string, and a row is one line.
-            for piece in _BARE_CR.split(raw):
+            for piece in _split_at_bare_cr(raw):
                 number += 1
                 yield number, piece
 

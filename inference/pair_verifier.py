@@ -74,8 +74,10 @@ MAX_PAIR_TOKENS = 64
 # The embedding model whose tokenizer and word embeddings the verifier shares.
 VERIFIER_BASE_MODEL = "all-MiniLM-L6-v2"
 SCORE_BATCH = 64
-# Part of every stage's identity (LearnedScoreMemory): raise it when a change to this module
-# changes what a stage's learned score of a pair is, so kept scores are not read again.
+# Part of every stage's identity (LearnedScoreMemory): raise it when a change to the code
+# that computes a stage's learned score of a pair (this module, inference/dtypes.py,
+# inference/weight_delta.py, the tokenizer call) changes that score, so kept scores are not
+# read again.
 LEARNED_SCORE_VERSION = 1
 # The files of a model folder that decide what it computes (weights, configuration, tokenizer).
 IDENTITY_FILES = (
@@ -218,7 +220,7 @@ class PairVerifier:
         scores = np.full(len(ordered), np.nan, dtype=np.float32)
         if self.memory is not None:
             scores[:] = self.memory.recall(self.identity, ordered)
-            self.pairs_from_kept_scores += int(np.count_nonzero(~np.isnan(scores)))
+            self.pairs_from_kept_scores += len({ordered[i] for i in np.flatnonzero(~np.isnan(scores))})
         unread = list(dict.fromkeys(ordered[i] for i in np.flatnonzero(np.isnan(scores))))
         self.pairs_read += len(unread)
         if unread:
@@ -321,30 +323,40 @@ def _load_verifier(
     base_folder: str, folders: tuple[str, ...], dtype: str, second_stage: str | None
 ) -> PairVerifier:
     # The dtype only sets how a forward pass runs, so verifiers of one folder set share weights.
-    models, tokenizer = _load_models(base_folder, folders)
+    models, tokenizer, digest = _load_models(base_folder, folders)
     second = None
     if second_stage is not None:
-        model, second_tokenizer = _load_second_stage(second_stage)
-        from inference.mpnet_base import mpnet_folder
-
-        second_identity = stage_identity((str(mpnet_folder()), second_stage), dtype)
-        second = PairVerifier([model], second_tokenizer, dtype, identity=second_identity)
-    identity = stage_identity((base_folder, *folders), dtype)
-    return PairVerifier(models, tokenizer, dtype, second, identity=identity)
+        model, second_tokenizer, second_digest = _load_second_stage(second_stage)
+        second = PairVerifier([model], second_tokenizer, dtype, identity=stage_identity(second_digest, dtype))
+    return PairVerifier(models, tokenizer, dtype, second, identity=stage_identity(digest, dtype))
 
 
-def stage_identity(folders: Sequence[str], dtype: str) -> str:
-    """What one stage computes, as a name: a digest of its model folders' files that
-    decide it (IDENTITY_FILES), the dtype it runs in, the pair length it reads and
-    LEARNED_SCORE_VERSION. A retrained model, another base or dtype is another stage."""
-    digest = hashlib.sha256(f"{LEARNED_SCORE_VERSION}:{dtype}:{MAX_PAIR_TOKENS}".encode())
+def models_digest(folders: Sequence[str | Path]) -> str:
+    """A digest of the files of model folders that decide what they compute (IDENTITY_FILES)."""
+    digest = hashlib.sha256()
     for folder in folders:
         for name in IDENTITY_FILES:
             path = Path(folder) / name
             if path.is_file():
                 digest.update(f":{name}:".encode())
                 digest.update(_file_digest(str(path), path.stat().st_size, path.stat().st_mtime_ns).encode())
-    return f"{LEARNED_SCORE_VERSION}-{dtype}-{digest.hexdigest()[:32]}"
+    return digest.hexdigest()
+
+
+def stage_identity(digest: str, dtype: str) -> str:
+    """What one stage computes, as a name: its models' digest (models_digest, taken when
+    they were loaded, so a model retrained while a process runs is not named by its new
+    files), the dtype it runs in, the pair length it reads, the libraries that compute
+    it and LEARNED_SCORE_VERSION. A retrained model, another base, dtype or library
+    version is another stage."""
+    import tokenizers
+    import transformers
+
+    libraries = ", ".join(
+        f"{module.__name__} {module.__version__}" for module in (torch, transformers, tokenizers)
+    )
+    named = hashlib.sha256(f"{LEARNED_SCORE_VERSION}:{dtype}:{MAX_PAIR_TOKENS}:{libraries}:{digest}".encode())
+    return f"{LEARNED_SCORE_VERSION}-{dtype}-{named.hexdigest()[:32]}"
 
 
 @lru_cache(maxsize=64)
@@ -355,7 +367,8 @@ def _file_digest(path: str, size: int, modified_ns: int) -> str:
 
 
 @lru_cache(maxsize=1)
-def _load_second_stage(folder: str) -> tuple[object, object]:
+def _load_second_stage(folder: str) -> tuple[object, object, str]:
+    """The second stage's model, tokenizer and models_digest (of its base and its folder)."""
     from transformers import AutoTokenizer
 
     from inference.mpnet_base import mpnet_folder
@@ -366,13 +379,17 @@ def _load_second_stage(folder: str) -> tuple[object, object]:
             "`git checkout -- inference/verifier_model_mpnet`"
         )
     base = mpnet_folder()
-    return load_delta_model(base, Path(folder)), AutoTokenizer.from_pretrained(base, local_files_only=True)
+    digest = models_digest((base, folder))
+    model = load_delta_model(base, Path(folder))
+    return model, AutoTokenizer.from_pretrained(base, local_files_only=True), digest
 
 
 @lru_cache(maxsize=2)
-def _load_models(base_folder: str, folders: tuple[str, ...]) -> tuple[list, object]:
+def _load_models(base_folder: str, folders: tuple[str, ...]) -> tuple[list, object, str]:
+    """The first stage's models, tokenizer and models_digest (of the base and its folders)."""
+    digest = models_digest((base_folder, *folders))
     loaded = PairVerifier.load(Path(base_folder), tuple(Path(folder) for folder in folders))
-    return loaded.models, loaded.tokenizer
+    return loaded.models, loaded.tokenizer, digest
 
 
 def load_delta_model(base_folder: Path, folder: Path):

@@ -62,7 +62,7 @@ class InferCacheResource(dg.ConfigurableResource):
     def pair_verifier(self) -> PairVerifier:
         """The pair verifier (its models loaded once per process), keeping its learned
         scores in the cache file unless keep_pair_scores is off; a new one per call, so
-        its counts (PairVerifier.counts) are the caller's own."""
+        its counts (pair_verifier.verifier_counts) are the caller's own."""
         settings = self.settings()
         base = settings.embedding_model(VERIFIER_BASE_MODEL).model_folder()
         folders = (self.verifier_folder,) if self.verifier_folder else None  # None: the shipped ones

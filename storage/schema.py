@@ -110,10 +110,11 @@ TABLES: dict[str, str] = {
         answer_json VARCHAR,
         error VARCHAR
     """,
-    # Each verifier stage's learned score of a pair, by the pair's hash (storage/pair_scores.py).
+    # Each verifier stage's learned score of a pair (storage/pair_scores.py); the key is a
+    # hash of the stage and the pair.
     "verified_pair_scores": """
+        key BLOB PRIMARY KEY,
         stage VARCHAR NOT NULL,
-        pair_hash VARCHAR NOT NULL,
         score FLOAT NOT NULL,
         scored_at TIMESTAMP NOT NULL,
         used_at TIMESTAMP NOT NULL

@@ -111,7 +111,12 @@ def test_files_as_other_tools_save_them_are_read(tmp_path):
     mac.write_bytes("".join(json.dumps(r) + "\r" for r in rows).encode())
     mixed = tmp_path / "mixed.jsonl"
     mixed.write_bytes((json.dumps(rows[0]) + "\r" + json.dumps(rows[1]) + "\r\n").encode())
-    assert read_workload(mac) == rows and read_workload(mixed) == rows
+    # A CR between a row's tokens is JSON whitespace: that row is still one row.
+    spaced = tmp_path / "spaced.jsonl"
+    spaced.write_bytes(
+        b'{"text": "reset my password",\r"group": "pw"}\n' + (json.dumps(rows[1]) + "\n").encode()
+    )
+    assert read_workload(mac) == rows and read_workload(mixed) == rows and read_workload(spaced) == rows
     mac.write_bytes((json.dumps(rows[0]) + "\r" + json.dumps(rows[1]) + "\r{oops\r").encode())
     with pytest.raises(LabelledFileError, match=r"mac.jsonl:3: not valid JSON"):
         read_workload(mac)

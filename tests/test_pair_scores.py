@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from inference.pair_verifier import load_verifier, stage_identity
+from inference.pair_verifier import load_verifier, models_digest, stage_identity
 from storage.config import load_settings
 from storage.exact_store import open_store, write_entries
 from storage.pair_scores import VerifiedPairScores, count_kept, forget_unused
@@ -65,13 +65,22 @@ def test_a_stage_identity_changes_with_its_files_and_dtype(tmp_path: Path):
     (folder / "config.json").write_text("{}")
     (folder / "weights.safetensors").write_bytes(b"weights one")
     (folder / "training.json").write_text("{}")
-    first = stage_identity([str(folder)], "float32")
-    assert stage_identity([str(folder)], "float32") == first
-    assert stage_identity([str(folder)], "bfloat16") != first
+    first = stage_identity(models_digest([folder]), "float32")
+    assert stage_identity(models_digest([folder]), "float32") == first
+    assert stage_identity(models_digest([folder]), "bfloat16") != first
     (folder / "training.json").write_text('{"note": "how it was trained does not change what it computes"}')
-    assert stage_identity([str(folder)], "float32") == first
+    assert stage_identity(models_digest([folder]), "float32") == first
     (folder / "weights.safetensors").write_bytes(b"weights two")
-    assert stage_identity([str(folder)], "float32") != first
+    assert stage_identity(models_digest([folder]), "float32") != first
+
+
+def test_a_score_that_is_not_a_number_is_not_kept(tmp_path: Path, now):
+    kept = VerifiedPairScores(tmp_path / "cache.duckdb", now)
+    kept.keep("stage-a", PAIRS, np.array([np.nan, 0.1]))
+    recalled = kept.recall("stage-a", PAIRS)
+    assert np.isnan(recalled[0]) and recalled[1] == pytest.approx(0.1)
+    kept.keep("stage-a", PAIRS[:1], np.array([0.9]))  # read again, it is kept now
+    assert kept.recall("stage-a", PAIRS[:1]) == pytest.approx([0.9])
 
 
 @pytest.mark.slow

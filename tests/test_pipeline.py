@@ -212,7 +212,7 @@ def test_rematerializing_a_partition_gives_the_same_state(two_days):
         "FROM request_outcomes ORDER BY partition, request_id",
     )
     before_entries = _query(home, "SELECT key, answer_json, source_partition FROM cache_entries ORDER BY key")
-    kept_before = _query(home, "SELECT stage, pair_hash, score FROM verified_pair_scores ORDER BY ALL")
+    kept_before = _query(home, "SELECT stage, key, score FROM verified_pair_scores ORDER BY ALL")
     again = _materialize(resource, DAY2, instance)
     after_outcomes = _query(
         home,
@@ -228,7 +228,7 @@ def test_rematerializing_a_partition_gives_the_same_state(two_days):
     # The re-run met only pairs its first run had read: it kept no new score, and its
     # look-ups say so.
     assert kept_before.height and kept_before.equals(
-        _query(home, "SELECT stage, pair_hash, score FROM verified_pair_scores ORDER BY ALL")
+        _query(home, "SELECT stage, key, score FROM verified_pair_scores ORDER BY ALL")
     )
     for asset in ("semantic_lookups", "inference_outputs"):
         first, rerun = _metadata(second, asset), _metadata(again, asset)
