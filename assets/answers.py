@@ -40,8 +40,9 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
         ).pl()
         reports = reports_against(con, misses["key"].to_list())
     blocked = functools.partial(blocked_within, reports=reports) if reports else None
-    verifier = infercache.pair_verifier() if misses.height else None
-    leaders = fold_lookalike_misses(misses, verifier.score, blocked) if verifier else {}
+    verifier = infercache.pair_verifier_for(misses)
+    verify = verifier.score if verifier else None
+    leaders = fold_lookalike_misses(misses, verify, blocked) if misses.height else {}
     outputs = answer_misses(misses, infercache.backend, leaders)
     with open_store(infercache.locations.duckdb_path) as con:
         replace_partition(

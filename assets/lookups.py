@@ -118,8 +118,7 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
             """,
             params=[partition],
         ).pl()
-        # Not loaded for a partition with nothing to search (every request an exact hit).
-        verifier = infercache.pair_verifier() if candidates.height else None
+        verifier = infercache.pair_verifier_for(candidates)
         for (embedding_model,), group in candidates.group_by(["embedding_model"], maintain_order=True):
             started = time.perf_counter()
             vectors = np.asarray(group["vector"].to_list(), dtype=np.float32)
@@ -129,7 +128,7 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
                 group,
                 vectors,
                 now,
-                verify=verifier.score,
+                verify=verifier.score if verifier else None,
                 before_partition=partition,
             )
             share = (time.perf_counter() - started) / group.height

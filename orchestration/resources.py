@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
+import polars as pl
 
 from inference.backends import load_backend
 from inference.base import Backend
@@ -69,6 +70,14 @@ class InferCacheResource(dg.ConfigurableResource):
         verifier = load_verifier(str(base), folders, dtype=settings.verifier_dtype)
         memory = VerifiedPairScores(self.locations.duckdb_path, self.now()) if self.keep_pair_scores else None
         return verifier.remembering(memory)
+
+    def pair_verifier_for(self, rows: pl.DataFrame) -> PairVerifier | None:
+        """The pair verifier where some of `rows` (with semantic_verify, and a vector where
+        the frame has one) may need it; None otherwise, so a partition with nothing to
+        verify does not load its models."""
+        if "vector" in rows.columns:
+            rows = rows.filter(pl.col("vector").is_not_null())
+        return self.pair_verifier() if rows["semantic_verify"].fill_null(False).any() else None
 
     def verifier(self) -> Verify:
         """The pair verifier's scoring function (see pair_verifier)."""

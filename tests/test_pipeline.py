@@ -256,6 +256,28 @@ def test_kept_pair_scores_change_no_outcome(two_days, tmp_path):
     assert _query(fresh_home, "SELECT count(*) AS kept FROM verified_pair_scores")["kept"][0] == 0
 
 
+def test_a_partition_where_no_namespace_verifies_never_loads_the_verifier(tmp_path, monkeypatch):
+    """Semantic reuse on, verification off: look-ups and folding run on cosine alone, and
+    the verifier's models (seconds to load) are not loaded for nothing."""
+    from storage.config import write_namespace_override
+
+    for namespace in ("demo-faq-answers", "demo-support-intents"):
+        write_namespace_override(tmp_path, namespace, {"semantic": {"verify": False}})
+    _land(tmp_path, DAY1, DAY1_ROWS)
+    _land(tmp_path, DAY2, DAY2_ROWS)
+
+    def not_needed(self):
+        raise AssertionError("the verifier was loaded where no namespace verifies")
+
+    monkeypatch.setattr(InferCacheResource, "pair_verifier", not_needed)
+    resource = InferCacheResource(home=str(tmp_path))
+    instance = dg.DagsterInstance.ephemeral()
+    _materialize(resource, DAY1, instance)
+    second = _materialize(resource, DAY2, instance)
+    assert _report(second)["semantic_hits"] > 0
+    assert _metadata(second, "semantic_lookups")["verifier_pairs_read"] == 0
+
+
 def test_write_back_applies_each_tenant_namespace_own_capacity_and_ttl(tmp_path):
     from storage.config import write_namespace_override
 
