@@ -221,14 +221,15 @@ class PairVerifier:
         if self.memory is not None:
             scores[:] = self.memory.recall(self.identity, ordered)
             self.pairs_from_kept_scores += len({ordered[i] for i in np.flatnonzero(~np.isnan(scores))})
-        unread = list(dict.fromkeys(ordered[i] for i in np.flatnonzero(np.isnan(scores))))
+        missing = np.flatnonzero(np.isnan(scores))
+        unread = list(dict.fromkeys(ordered[i] for i in missing))
         self.pairs_read += len(unread)
         if unread:
-            read = dict(zip(unread, self._read(unread), strict=True))
+            fresh = self._read(unread)
             if self.memory is not None:
-                self.memory.keep(self.identity, unread, np.asarray(list(read.values()), dtype=np.float32))
-            for position in np.flatnonzero(np.isnan(scores)):
-                scores[position] = read[ordered[position]]
+                self.memory.keep(self.identity, unread, fresh)
+            read = dict(zip(unread, fresh, strict=True))
+            scores[missing] = [read[ordered[i]] for i in missing]
         return scores
 
     def _read(self, ordered: list[tuple[str, str]]) -> np.ndarray:
@@ -247,9 +248,8 @@ class PairVerifier:
 def verifier_counts(verifier: PairVerifier | None) -> dict[str, int]:
     """Pairs a verifier's models read and pairs whose scores were kept, over both stages
     (0 where no verifier was needed)."""
-    stages = (
-        [] if verifier is None else [verifier, *([verifier.second_stage] if verifier.second_stage else [])]
-    )
+    stages = [verifier, verifier.second_stage] if verifier is not None else []
+    stages = [stage for stage in stages if stage is not None]
     return {
         "verifier_pairs_read": sum(stage.pairs_read for stage in stages),
         "verifier_pairs_from_kept_scores": sum(stage.pairs_from_kept_scores for stage in stages),
@@ -338,8 +338,9 @@ def models_digest(folders: Sequence[str | Path]) -> str:
         for name in IDENTITY_FILES:
             path = Path(folder) / name
             if path.is_file():
+                stat = path.stat()
                 digest.update(f":{name}:".encode())
-                digest.update(_file_digest(str(path), path.stat().st_size, path.stat().st_mtime_ns).encode())
+                digest.update(_file_digest(str(path), stat.st_size, stat.st_mtime_ns).encode())
     return digest.hexdigest()
 
 

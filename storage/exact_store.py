@@ -14,12 +14,16 @@ from storage.schema import TABLES, migrate
 
 
 @contextmanager
-def open_store(path: Path, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Open the cache file briefly: DuckDB allows one writer process at a time."""
+def open_store(
+    path: Path, read_only: bool = False, migrated: bool = False
+) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Open the cache file briefly: DuckDB allows one writer process at a time. The schema
+    is brought up to date on every writable open unless the caller knows it is (`migrated`:
+    it opened this file before)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     con = duckdb.connect(str(path), read_only=read_only)
     try:
-        if not read_only:
+        if not read_only and not migrated:
             migrate(con)
         yield con
     finally:

@@ -49,16 +49,9 @@ class VerifiedPairScores:
 
     @contextmanager
     def _connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        if not self._migrated:
-            with open_store(self.duckdb_path) as con:
-                self._migrated = True
-                yield con
-            return
-        con = duckdb.connect(str(self.duckdb_path))
-        try:
+        with open_store(self.duckdb_path, migrated=self._migrated) as con:
+            self._migrated = True
             yield con
-        finally:
-            con.close()
 
     def recall(self, stage: str, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """Each pair's kept score under `stage`, NaN where none is kept; marks them used."""
