@@ -93,3 +93,40 @@ def test_bfloat16_candidates_find_what_float32_search_finds_through_lancedb(tmp_
     via_low, via_exact = neighbours(low), neighbours(exact)
     assert [(row, key) for row, key, _ in via_low] == [(row, key) for row, key, _ in via_exact]
     np.testing.assert_allclose([s for *_, s in via_low], [s for *_, s in via_exact], atol=1e-6)
+
+
+def test_each_scope_sees_only_its_rows_written_before_the_partition(tmp_path):
+    """The visibility rule holds per scope, both where the table is read whole and split
+    (scopes holding most of it) and where a small scope is read alone through its filter."""
+    rng = np.random.default_rng(7)
+    index = SemanticIndex(tmp_path, "m", 16)
+    scope_of_key = lambda k: ["a", "a", "b", "c", "c"][k % 5] * 64  # noqa: E731 - "b" a fifth
+    written = {}  # key -> (scope, partition)
+    for partition in [None, "2026-01-01", "2026-01-02"]:
+        keys = [len(written) + i for i in range(100)]
+        rows = _rows([k.to_bytes(4, "big") for k in keys], [scope_of_key(k) for k in keys])
+        index.add(rows, _unit(rng.normal(size=(100, 16))), partition=partition)
+        written.update({k: (scope_of_key(k), partition) for k in keys})
+
+    def expected(scope, before):
+        return {
+            k for k, (s, p) in written.items() if s == scope and (before is None or p is None or p < before)
+        }
+
+    def keys_of(matrix):
+        got = [int.from_bytes(k, "big") for k in matrix.keys.to_pylist()]
+        assert matrix.vectors.shape == (len(got), 16) and len(got) == len(set(got))
+        return set(got)
+
+    for before in [None, "2026-01-02", "2026-01-01"]:
+        together = SemanticIndex(tmp_path, "m", 16).scope_vectors(["c" * 64, "a" * 64, "z" * 64], before)
+        assert keys_of(together["a" * 64]) == expected("a" * 64, before)
+        assert keys_of(together["c" * 64]) == expected("c" * 64, before)
+        assert not len(together["z" * 64].keys)
+        alone = SemanticIndex(tmp_path, "m", 16).scope_vectors(["b" * 64], before)
+        assert keys_of(alone["b" * 64]) == expected("b" * 64, before)
+    # the rows' vectors travel with their keys: a stored vector finds its own key first
+    fresh = SemanticIndex(tmp_path, "m", 16)
+    matrix = fresh.scope_vectors(["b" * 64])["b" * 64]
+    found = fresh.search(["b" * 64] * len(matrix.keys), np.asarray(matrix.vectors), limit=1)
+    assert [n.key for n in sorted(found, key=lambda n: n.query_row)] == matrix.keys.to_pylist()
