@@ -20,6 +20,8 @@ DEFAULT_NAMESPACE = "default"
 def _prepare_environment() -> Path:
     """Resolve INFERCACHE_HOME and DAGSTER_HOME (under it by default) before Dagster starts."""
     home = Path(default_home())
+    if home.exists() and not home.is_dir():
+        raise ConfigError(f"INFERCACHE_HOME {home} is a file: point it at a folder (made if missing)")
     os.environ["INFERCACHE_HOME"] = str(home)
     dagster_home = Path(os.environ.get("DAGSTER_HOME") or home / "dagster").resolve()
     dagster_home.mkdir(parents=True, exist_ok=True)
@@ -255,9 +257,16 @@ def main(argv: list[str] | None = None) -> int:
         default="evaluation",
         help="whose settings apply with --namespace: the tenant you calibrated for measures its settings",
     )
-    evaluate.add_argument("--store", type=Path, default=None, help="a folder to keep the stores in")
+    evaluate.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        help="a folder to keep the stores in; a later replay into it sees what earlier ones stored",
+    )
     evaluate.add_argument("--threshold", type=float, default=None, help="cosine threshold")
-    evaluate.add_argument("--verify-threshold", type=float, default=None)
+    evaluate.add_argument(
+        "--verify-threshold", type=float, default=None, help="the verifier's score needed to serve (0 to 1)"
+    )
     evaluate.add_argument("--no-verify", action="store_true", help="plain cosine, no pair verifier")
     evaluate.add_argument("--model", default=None, help="embedding model (from models.yaml)")
     evaluate.add_argument(

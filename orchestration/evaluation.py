@@ -38,6 +38,8 @@ def effective_namespace(
         raise ConfigError(f"--threshold {threshold} is not a cosine in (0, 1]")
     if verify_threshold is not None and not 0.0 <= verify_threshold <= 1.0:
         raise ConfigError(f"--verify-threshold {verify_threshold} is not a probability in [0, 1]")
+    if verify is False and verify_threshold is not None:
+        raise ConfigError("--verify-threshold does nothing with --no-verify: give one or the other")
     base = settings.namespace(namespace, tenant)
     semantic = base.semantic
     changes = {
@@ -70,6 +72,8 @@ def evaluate(
     namespace verifies. `show_wrong` > 0 adds up to that many wrong hits to the report
     ("wrong_hit_examples": what was asked, what answered it, their cosine and, where the
     namespace verifies, the verifier's score), in the order the replay served them."""
+    if store is not None and store.exists() and not store.is_dir():
+        raise ConfigError(f"--store {store} is a file: give a folder (one that does not exist yet is made)")
     rows = read_workload(workload)
     if not rows:
         raise LabelledFileError(
@@ -103,8 +107,9 @@ def evaluate(
         "tenant": tenant,
         "semantic_enabled": semantic.enabled,
         "threshold": semantic.threshold,
-        "verify": semantic.verify,
-        "verify_threshold": semantic.verify_threshold if semantic.verify else None,
+        # What the replay did: a namespace without semantic reuse verifies nothing.
+        "verify": semantic.enabled and semantic.verify,
+        "verify_threshold": semantic.verify_threshold if semantic.enabled and semantic.verify else None,
         # The dtype of the verifier that ran (None where none did, or a stand-in scored).
         "verifier_dtype": getattr(getattr(verify, "__self__", None), "dtype", None),
         "embedding_model": semantic.embedding_model,
@@ -196,7 +201,7 @@ def calibrate(
     chosen = choose(points, max_wrong_rate)
     plain = choose([p for p in points if p.verify_threshold is None], max_wrong_rate)
     record = {
-        "source": str(source.path),
+        "source": str(source.path.resolve()),
         "read_as": "pairs" if source.pairs is not None else "workload replay",
         "used": counts["pairs"] if source.pairs is not None else counts["requests"],
         "max_wrong_rate": max_wrong_rate,
@@ -217,7 +222,8 @@ def calibrate(
             },
             "calibration": {**record, "precision": chosen.precision, "recall": chosen.recall},
         }
-    written = write_namespace_override(home, namespace, values, tenant=tenant)
+    # The record is this run's alone: nothing of an earlier calibration's result stays beside it.
+    written = write_namespace_override(home, namespace, values, tenant=tenant, replacing=("calibration",))
     return {
         "tenant": tenant,
         "namespace": namespace,

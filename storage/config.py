@@ -7,6 +7,7 @@ settings write overrides under `$INFERCACHE_HOME/config/`, read on top of them.
 from __future__ import annotations
 
 import copy
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -131,15 +132,16 @@ def load_settings(config_dir: Path | None = None, home: Path | None = None) -> S
     config_dir = config_dir or DEFAULT_CONFIG_DIR
     models_doc = _read_yaml(config_dir / MODELS_FILE)
     namespaces_doc = _read_yaml(config_dir / NAMESPACES_FILE)
-    overrides = dict(namespaces_doc.get("namespaces") or {})
-    tenants = dict(namespaces_doc.get("tenants") or {})
-    defaults = namespaces_doc.get("defaults") or {}
+    defaults, overrides, tenants = _namespace_sections(namespaces_doc, config_dir / NAMESPACES_FILE)
     if home is not None:
-        local = _read_yaml(home / "config" / NAMESPACES_FILE, missing_ok=True)
-        defaults = _deep_merge(defaults, local.get("defaults") or {})
-        for name, values in (local.get("namespaces") or {}).items():
-            overrides[name] = _deep_merge(overrides.get(name, {}), values or {})
-        tenants = _deep_merge(tenants, local.get("tenants") or {})
+        local_path = home / "config" / NAMESPACES_FILE
+        local_defaults, local_overrides, local_tenants = _namespace_sections(
+            _read_yaml(local_path, missing_ok=True), local_path
+        )
+        defaults = _deep_merge(defaults, local_defaults)
+        for name, values in local_overrides.items():
+            overrides[name] = _deep_merge(overrides.get(name, {}), values)
+        tenants = _deep_merge(tenants, local_tenants)
     settings = Settings(
         models={m.name: m for m in map(_model_spec, models_doc.get("models") or [])},
         embedding_models={e.name: e for e in map(_embedding_spec, models_doc.get("embedding_models") or [])},
@@ -159,17 +161,25 @@ def load_settings(config_dir: Path | None = None, home: Path | None = None) -> S
 
 
 def write_namespace_override(
-    home: Path, namespace: str, values: dict[str, Any], tenant: str | None = None
+    home: Path,
+    namespace: str,
+    values: dict[str, Any],
+    tenant: str | None = None,
+    replacing: Collection[str] = (),
 ) -> Path:
     """Merge `values` into the namespace's overrides under `home` (never a tracked file);
-    with `tenant`, into that tenant's own settings for the namespace."""
+    with `tenant`, into that tenant's own settings for the namespace. The sections named in
+    `replacing` are written whole instead (a record of the latest run keeps nothing of an
+    earlier one's)."""
     path = home / "config" / NAMESPACES_FILE
     document = _read_yaml(path, missing_ok=True)
+    _namespace_sections(document, path)
     if tenant is None:
         namespaces = document.setdefault("namespaces", {})
     else:
         namespaces = document.setdefault("tenants", {}).setdefault(tenant, {})
-    namespaces[namespace] = _deep_merge(namespaces.get(namespace) or {}, values)
+    current = {k: v for k, v in (namespaces.get(namespace) or {}).items() if k not in replacing}
+    namespaces[namespace] = _deep_merge(current, values)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(document, sort_keys=True))
     return path
@@ -180,10 +190,42 @@ def _read_yaml(path: Path, missing_ok: bool = False) -> dict[str, Any]:
         if missing_ok:
             return {}
         raise ConfigError(f"configuration file {path} is missing")
-    document = yaml.safe_load(path.read_text()) or {}
+    try:
+        document = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(
+            f"{path} is not valid YAML ({error}): correct it, or delete it to start afresh"
+        ) from None
     if not isinstance(document, dict):
         raise ConfigError(f"{path} must hold a mapping at its top level")
     return document
+
+
+def _namespace_sections(document: dict[str, Any], path: Path) -> tuple[dict, dict, dict]:
+    """A namespaces file's defaults, namespace overrides and tenant overrides, each checked
+    to be a mapping of the shape the settings need (a hand edit can break any of them)."""
+    defaults = _mapping(document.get("defaults"), f"{path}: 'defaults'")
+    overrides = {
+        name: _mapping(values, f"{path}: namespace {name!r}")
+        for name, values in _mapping(document.get("namespaces"), f"{path}: 'namespaces'").items()
+    }
+    tenants = {}
+    for tenant, namespaces in _mapping(document.get("tenants"), f"{path}: 'tenants'").items():
+        where = f"{path}: tenant {tenant!r}"
+        tenants[tenant] = {
+            name: _mapping(values, f"{where}, namespace {name!r}")
+            for name, values in _mapping(namespaces, where).items()
+        }
+    return defaults, overrides, tenants
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    """`value` as a mapping (None: empty), or a ConfigError saying where the file is wrong."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a mapping of settings (name: value), not {type(value).__name__}")
+    return dict(value)
 
 
 def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:

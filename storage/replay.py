@@ -71,6 +71,9 @@ def replay_workload(
     counts = {"exact_hits": 0, "semantic_hits": 0, "right_semantic_hits": 0, "recall_denominator": 0}
     with open_store(stores.duckdb_path) as con:
         replay = _Replay(con, index, embedding_cache, namespace, embed, verify, tenant, counts, wrong_hits)
+        # A kept store (evaluate --store) may hold entries of an earlier replay: their groups
+        # already have an entry, so a request of one of them counts in recall's denominator.
+        replay.groups_with_entry.update(_stored_groups(con, tenant, namespace.name))
         for start in range(0, len(rows), block_size):
             _replay_block(replay, rows[start : start + block_size], start)
     seconds = time.perf_counter() - started
@@ -115,6 +118,19 @@ def _wrong_hits(
             WrongHit(block[row]["text"], block[row]["group"], served, served_group(resolution), cosine)
         )
     return found
+
+
+def _stored_groups(con: duckdb.DuckDBPyConnection, tenant: str, namespace: str) -> set[str]:
+    """Groups of the replay entries the store already holds under this tenant and namespace
+    (each entry's answer is its group)."""
+    rows = con.execute(
+        """
+        SELECT DISTINCT json_extract_string(answer_json, '$.group') FROM cache_entries
+        WHERE tenant = $tenant AND namespace = $namespace AND model = $model
+        """,
+        {"tenant": tenant, "namespace": namespace, "model": REPLAY_MODEL},
+    ).fetchall()
+    return {group for (group,) in rows}
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:

@@ -279,3 +279,29 @@ def test_calibrate_reads_pairs_or_a_workload_not_both(tmp_path):
         check=False,
     )
     assert done.returncode == 2 and "not allowed with argument" in done.stderr
+
+
+def test_evaluate_refuses_what_cannot_work_before_a_model_loads(tmp_path, monkeypatch, capsys):
+    """Said as what is wrong and what to do, exit status 2, no traceback (in-process: each
+    is refused before any model is loaded)."""
+    from orchestration.cli import main
+
+    home = tmp_path / "home"
+    monkeypatch.setenv("INFERCACHE_HOME", str(home))
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    workload = _workload(tmp_path, [{"text": "How do I reset my password?", "group": "reset"}])
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    evaluate = ["evaluate", "--workload", str(workload)]
+
+    assert main([*evaluate, "--store", str(a_file)]) == 2
+    assert f"--store {a_file} is a file: give a folder" in capsys.readouterr().err
+    assert main([*evaluate, "--no-verify", "--verify-threshold", "0.9"]) == 2
+    assert "--verify-threshold does nothing with --no-verify" in capsys.readouterr().err
+    (home / "config").mkdir(parents=True)
+    (home / "config" / "namespaces.yaml").write_text("tenants: [1, 2\n")
+    assert main(evaluate) == 2
+    assert "namespaces.yaml is not valid YAML" in capsys.readouterr().err
+    monkeypatch.setenv("INFERCACHE_HOME", str(a_file))
+    assert main(evaluate) == 2
+    assert f"INFERCACHE_HOME {a_file} is a file: point it at a folder" in capsys.readouterr().err

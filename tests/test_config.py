@@ -71,3 +71,43 @@ def test_dtype_defaults_to_auto_and_is_refused_where_an_engine_has_its_own(model
 def test_unknown_model_names_known_ones(settings):
     with pytest.raises(ConfigError, match="known models are intent-classifier, tiny-llm"):
         settings.model("gpt-imaginary")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("tenants: [1, 2\n", "is not valid YAML"),
+        ("tenants:\n  acme: [1, 2]\n", "tenant 'acme' must be a mapping of settings (name: value), not list"),
+        ("tenants:\n  acme:\n    faq: 3\n", "tenant 'acme', namespace 'faq' must be a mapping"),
+        (
+            "namespaces:\n  faq: [0.9]\n",
+            "namespace 'faq' must be a mapping of settings (name: value), not list",
+        ),
+        ("defaults: 0.9\n", "'defaults' must be a mapping"),
+        ("namespaces: faq\n", "'namespaces' must be a mapping"),
+    ],
+)
+def test_a_hand_edited_override_file_that_is_wrong_is_a_clear_error(tmp_path, text, message):
+    """The file commands write under INFERCACHE_HOME is the one people edit by hand."""
+    path = tmp_path / "config" / "namespaces.yaml"
+    path.parent.mkdir()
+    path.write_text(text)
+    with pytest.raises(ConfigError) as raised:
+        load_settings(home=tmp_path)
+    assert message in str(raised.value) and str(path) in str(raised.value)
+    with pytest.raises(ConfigError):  # nor is it written over, losing what it held
+        write_namespace_override(tmp_path, "faq", {"semantic": {"threshold": 0.9}})
+    assert path.read_text() == text
+
+
+def test_a_replaced_section_keeps_nothing_of_the_earlier_one(tmp_path):
+    first = {"semantic": {"enabled": False}, "calibration": {"result": "no setting met the target"}}
+    write_namespace_override(tmp_path, "faq", first, tenant="acme", replacing=("calibration",))
+    second = {"semantic": {"enabled": True, "threshold": 0.8}, "calibration": {"precision": 1.0}}
+    path = write_namespace_override(tmp_path, "faq", second, tenant="acme", replacing=("calibration",))
+    import yaml
+
+    written = yaml.safe_load(path.read_text())["tenants"]["acme"]["faq"]
+    assert written["calibration"] == {"precision": 1.0}
+    assert written["semantic"] == {"enabled": True, "threshold": 0.8}  # merged, not replaced
+    assert load_settings(home=tmp_path).namespace("faq", "acme").semantic.threshold == 0.8

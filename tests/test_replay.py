@@ -22,7 +22,9 @@ WORKLOAD = [
 ]
 
 
-def _replay(tmp_path, minilm, block_size, verify=None, threshold=0.8, wrong_hits=None):
+def _replay(
+    tmp_path, minilm, block_size, verify=None, threshold=0.8, wrong_hits=None, rows=WORKLOAD, store="b"
+):
     settings = load_settings(home=tmp_path)
     namespace = settings.namespace("default")
     namespace = type(namespace)(
@@ -33,9 +35,10 @@ def _replay(tmp_path, minilm, block_size, verify=None, threshold=0.8, wrong_hits
             ),
         }
     )
-    stores = ReplayStores(tmp_path / f"b{block_size}" / "c.duckdb", tmp_path / f"b{block_size}" / "lance")
+    folder = tmp_path / f"{store}{block_size}"
+    stores = ReplayStores(folder / "c.duckdb", folder / "lance")
     return replay_workload(
-        WORKLOAD,
+        rows,
         namespace,
         stores,
         minilm,
@@ -90,3 +93,16 @@ def test_wrong_hits_are_listed_with_what_answered_them(tmp_path, minilm):
     assert listed[256].count(("How do I cancel my subscription?", "How do I cancel my order?")) == 2
     # A block replays as one row at a time would: the same wrong answers, in the same order.
     assert listed[1] == listed[256]
+
+
+def test_a_replay_into_a_kept_store_counts_the_groups_stored_before_it(tmp_path, minilm):
+    """evaluate --store: a second workload replayed on top of a first one counts as the two
+    replayed in one go, so recall's denominator includes groups the first one stored."""
+    first, second = WORKLOAD[:5], WORKLOAD[5:]
+    whole = _replay(tmp_path, minilm, 256, threshold=0.7, store="whole")
+    before = _replay(tmp_path, minilm, 256, threshold=0.7, rows=first, store="kept")
+    after = _replay(tmp_path, minilm, 256, threshold=0.7, rows=second, store="kept")
+    for count in ("exact_hits", "semantic_hits", "right_semantic_hits", "recall_denominator"):
+        assert before[count] + after[count] == whole[count], count
+    # every row of the second part after its first one is of a group the first part stored
+    assert after["recall_denominator"] >= 3 and after["recall"] <= 1.0
