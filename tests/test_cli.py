@@ -9,9 +9,14 @@ from pathlib import Path
 import pytest
 
 from inference.pair_conflicts import REWORDED_NEGATION
+from inference.pair_verifier import UNREAD_PAIR
 
 pytestmark = pytest.mark.slow
 
+LONG_START = (
+    "I bought a laptop from your store last week and the screen started flickering after a "
+    "couple of days, and the keyboard also has a sticky key that repeats letters. "
+)
 COUNTED_PATHS = ("quarantined", "exact_hits", "semantic_hits", "folded", "model_calls", "failed")
 
 
@@ -104,6 +109,9 @@ def test_evaluate_with_the_verifier_says_which_checks_vetoed(tmp_path):
         # A negation in reworded requests: cautioned, and the verifier is not sure enough.
         {"text": "How do I turn on Wi-Fi calling on my iPhone?", "group": "enable"},
         {"text": "iphone wifi calling enabled but doesn't work", "group": "broken"},
+        # Two long messages that differ only past what the verifier reads: not scored.
+        {"text": LONG_START + "Can I get my money back?", "group": "refund"},
+        {"text": LONG_START + "Can you send someone to repair it at home?", "group": "repair"},
     ]
     workload = _workload(tmp_path, rows)
     verified = _cli(tmp_path, "evaluate", "--workload", str(workload), "--threshold", "0.5")
@@ -116,6 +124,7 @@ def test_evaluate_with_the_verifier_says_which_checks_vetoed(tmp_path):
     assert verified["wrong_hits"] == 0
     assert verified["candidates_vetoed_by_check"]["opposites"] >= 2  # row 2 and row 3 against row 1
     assert verified["candidates_cautioned_by_check"] == {REWORDED_NEGATION: 1}
+    assert verified["candidates_vetoed_by_check"][UNREAD_PAIR] == 1
 
 
 def test_evaluate_lists_wrong_hits_when_asked(tmp_path):

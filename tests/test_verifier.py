@@ -276,3 +276,33 @@ def test_held_to_a_threshold_the_second_stage_reads_only_pairs_that_could_pass(v
     assert ((bounded >= 0.7) == (unbounded >= 0.7)).all()
     assert np.allclose(bounded[bounded > 0], unbounded[bounded > 0])
     assert (unbounded >= 0.7).any()
+
+
+def test_a_pair_longer_than_the_verifier_reads_is_not_scored(verifier, monkeypatch):
+    """Cut to fit, two long texts that differ only past the cut would read as one: such a
+    pair scores 0 and never reaches a model; shorter pairs in the same call are unchanged."""
+    from inference.pair_verifier import MAX_PAIR_TOKENS
+
+    start = (
+        "I bought a laptop from your store last week and the screen started flickering after a "
+        "couple of days, and the keyboard also has a sticky key that repeats letters. "
+    )
+    long_pair = (start + "Can I get my money back?", start + "Can you send someone to repair it at home?")
+    short_pair = ("How do I reset my password?", "How can I reset my password?")
+    assert len(verifier.tokenizer(*long_pair)["input_ids"]) > MAX_PAIR_TOKENS
+    assert verifier.unread([long_pair, short_pair]).tolist() == [True, False]
+    # just within the limit: read (under the second stage's tokenizer too)
+    fitting = (start[:60], start[:58])
+    assert not verifier.unread([fitting])[0]
+
+    read: list[tuple[str, str]] = []
+    for stage in (verifier, verifier.second_stage):
+        original = stage.logits
+        monkeypatch.setattr(
+            stage, "logits", lambda batch, original=original: read.extend(batch) or original(batch)
+        )
+    scores = verifier.score([long_pair, short_pair])
+    assert scores[0] == 0.0 and scores[1] > 0.7
+    assert tuple(sorted(long_pair)) not in read and tuple(sorted(short_pair)) in read
+    # the learned score alone (vetoes=False, as benchmarks read it) still reads it, cut to fit
+    assert verifier.score([long_pair], vetoes=False)[0] > 0.0
