@@ -77,6 +77,8 @@ BASE_WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
 # defaults is that long (18 of the fourth holdout's 931 candidate pairs are, none served).
 MAX_PAIR_TOKENS = 64
 UNREAD_PAIR = f"longer than the verifier reads ({MAX_PAIR_TOKENS} word pieces)"
+# Texts whose lengths a verifier remembers (a few MB at most); past it, it starts afresh.
+TEXT_LENGTHS_KEPT = 100_000
 # The embedding model whose tokenizer and word embeddings the verifier shares.
 VERIFIER_BASE_MODEL = "all-MiniLM-L6-v2"
 SCORE_BATCH = 64
@@ -152,6 +154,7 @@ class PairVerifier:
         # or found their scores kept (verifier_counts, in the assets' metadata).
         self.pairs_read = 0
         self.pairs_from_kept_scores = 0
+        self._lengths: dict[str, int] = {}  # text -> word pieces (unread)
 
     def remembering(self, memory: LearnedScoreMemory | None) -> PairVerifier:
         """This verifier (the same loaded models) with both stages keeping their learned
@@ -224,18 +227,38 @@ class PairVerifier:
 
     def unread(self, pairs: list[tuple[str, str]], among: np.ndarray | None = None) -> np.ndarray:
         """Which pairs (of those `among` marks) are longer than this verifier's stages read
-        whole (MAX_PAIR_TOKENS under each stage's tokenizer): they are not scored."""
+        whole (MAX_PAIR_TOKENS under each stage's tokenizer): they are not scored. A pair's
+        length is its two texts' plus the separators, so each text is counted once."""
         unread = np.zeros(len(pairs), dtype=bool)
         asked = np.flatnonzero(np.ones(len(pairs), dtype=bool) if among is None else among)
-        stages = [self] if self.second_stage is None else [self, self.second_stage]
-        for stage in stages:
+        for stage in [self] if self.second_stage is None else [self, self.second_stage]:
+            asked = asked[~unread[asked]]  # the second stage's count only where the first fits
             if not len(asked):
                 break
-            lengths = stage.tokenizer(
-                [pairs[i][0] for i in asked], [pairs[i][1] for i in asked], truncation=False
-            )["input_ids"]
-            unread[asked] |= np.array([len(ids) > MAX_PAIR_TOKENS for ids in lengths])
+            lengths = stage._text_lengths({text for i in asked for text in pairs[i]})
+            separators = stage.tokenizer.num_special_tokens_to_add(pair=True)
+            unread[asked] = [
+                lengths[pairs[i][0]] + lengths[pairs[i][1]] + separators > MAX_PAIR_TOKENS for i in asked
+            ]
         return unread
+
+    def _text_lengths(self, texts: set[str]) -> dict[str, int]:
+        """Word pieces of each text under this stage's tokenizer, without special tokens
+        (remembered: a request meets several entries, and a day meets yesterday's texts)."""
+        new = [text for text in texts if text not in self._lengths]
+        if new:
+            if len(self._lengths) + len(new) > TEXT_LENGTHS_KEPT:
+                self._lengths.clear()
+            counted = self.tokenizer(
+                new,
+                add_special_tokens=False,
+                truncation=False,
+                verbose=False,
+                return_attention_mask=False,
+                return_token_type_ids=False,
+            )["input_ids"]
+            self._lengths.update(zip(new, map(len, counted), strict=True))
+        return {text: self._lengths[text] for text in texts}
 
     def _learned(self, ordered: list[tuple[str, str]]) -> np.ndarray:
         """This stage's learned scores of ordered pairs: kept ones from the memory, the

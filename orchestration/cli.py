@@ -24,7 +24,13 @@ def _prepare_environment() -> Path:
         raise ConfigError(f"INFERCACHE_HOME {home} is a file: point it at a folder (made if missing)")
     os.environ["INFERCACHE_HOME"] = str(home)
     dagster_home = Path(os.environ.get("DAGSTER_HOME") or home / "dagster").resolve()
-    dagster_home.mkdir(parents=True, exist_ok=True)
+    try:
+        dagster_home.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(
+            f"cannot make DAGSTER_HOME {dagster_home} ({error.strerror}): point INFERCACHE_HOME "
+            "(or DAGSTER_HOME) at a folder that can be written"
+        ) from None
     os.environ["DAGSTER_HOME"] = str(dagster_home)
     instance_config = dagster_home / "dagster.yaml"
     if not instance_config.exists():

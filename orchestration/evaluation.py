@@ -15,7 +15,7 @@ from inference.pair_data import LabelledFileError, read_pairs, read_workload
 from inference.pair_verifier import UNREAD_PAIR, VERIFIER_BASE_MODEL, load_verifier
 from storage.config import ConfigError, NamespaceSettings, Settings
 from storage.keys import normalized_text
-from storage.lookalikes import Verify
+from storage.lookalikes import Verify, unread_pairs
 from storage.replay import ReplayStores, WrongHit, replay_workload
 
 # A replay goes through the workload block by block once for each of the grid's settings,
@@ -136,21 +136,17 @@ def _described(wrong_hits: list[WrongHit], verify: Verify | None) -> list[dict]:
 
 
 def _counting_checks(verify: Verify, vetoes: Counter, cautions: Counter) -> Verify:
-    # The shipped verifier (a bound PairVerifier.score) also refuses pairs it cannot read whole.
-    unread = getattr(getattr(verify, "__self__", None), "unread", None)
-
     def counted(pairs: list[tuple[str, str]], at_least=None):
         verdicts = [assess(a, b) for a, b in pairs]
-        for verdict in verdicts:
+        # The verifier also refuses pairs it cannot read whole (a veto of its own).
+        unread = unread_pairs(verify, pairs, among=np.array([v.veto is None for v in verdicts], dtype=bool))
+        for verdict, too_long in zip(verdicts, unread, strict=True):
             if verdict.veto:
                 vetoes[verdict.veto.split(":")[0]] += 1
+            elif too_long:
+                vetoes[UNREAD_PAIR] += 1
             elif verdict.caution:
                 cautions[verdict.caution] += 1
-        if unread is not None and pairs:
-            checked_alone = np.array([verdict.veto is None for verdict in verdicts])
-            too_long = int(unread(pairs, among=checked_alone).sum())
-            if too_long:
-                vetoes[UNREAD_PAIR] += too_long
         return verify(pairs, at_least=at_least)
 
     return counted

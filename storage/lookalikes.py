@@ -33,6 +33,14 @@ class Verify(Protocol):
     ) -> np.ndarray: ...
 
 
+def unread_pairs(verify: Verify | None, pairs: list[tuple[str, str]], among=None) -> np.ndarray:
+    """Which pairs the verifier behind `verify` does not read whole (it scores them 0,
+    inference.pair_verifier.PairVerifier.unread); none where it says nothing of that. A
+    caller for whom 0 is the unsafe answer (a reported wrong answer must still block) asks."""
+    unread = getattr(getattr(verify, "__self__", None), "unread", None)
+    return np.zeros(len(pairs), dtype=bool) if unread is None else unread(pairs, among=among)
+
+
 # Earlier rows considered per row before falling back to an exhaustive check.
 CANDIDATES_PER_ROW = 8
 

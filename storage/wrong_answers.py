@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 
 from storage.keys import normalized_text
-from storage.lookalikes import Verify
+from storage.lookalikes import Verify, unread_pairs
 
 # Paths whose answer came from another request; only those can be reported.
 REPORTABLE_PATHS = ("semantic", "folded")
@@ -270,12 +270,13 @@ def blocked_by_reports(
                 else:
                     blocked[row].add(key)
     if to_verify:
-        scores = verify(
-            [(askers[row].text, text) for row, _, text in to_verify],
-            at_least=[askers[row].verify_threshold for row, _, _ in to_verify],
-        )
-        for (row, key, _), score in zip(to_verify, scores, strict=True):
-            if score >= askers[row].verify_threshold:
+        pairs = [(askers[row].text, text) for row, _, text in to_verify]
+        scores = verify(pairs, at_least=[askers[row].verify_threshold for row, _, _ in to_verify])
+        # A pair too long for the verifier to read scores 0, which here would let the reported
+        # answer through: it counts as alike, so the report blocks.
+        unread = unread_pairs(verify, pairs)
+        for (row, key, _), score, too_long in zip(to_verify, scores, unread, strict=True):
+            if too_long or score >= askers[row].verify_threshold:
                 blocked[row].add(key)
     return blocked
 

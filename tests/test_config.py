@@ -85,6 +85,9 @@ def test_unknown_model_names_known_ones(settings):
         ),
         ("defaults: 0.9\n", "'defaults' must be a mapping"),
         ("namespaces: faq\n", "'namespaces' must be a mapping"),
+        ("namespaces:\n  faq:\n    semantic: 0.9\n", "namespace 'faq', 'semantic' must be a mapping"),
+        ("defaults:\n  capacity: 5\n", "'defaults', 'capacity' must be a mapping"),
+        ("tenants:\n  acme:\n    faq:\n      semantic: [1]\n", "namespace 'faq', 'semantic' must be"),
     ],
 )
 def test_a_hand_edited_override_file_that_is_wrong_is_a_clear_error(tmp_path, text, message):
@@ -111,3 +114,19 @@ def test_a_replaced_section_keeps_nothing_of_the_earlier_one(tmp_path):
     assert written["calibration"] == {"precision": 1.0}
     assert written["semantic"] == {"enabled": True, "threshold": 0.8}  # merged, not replaced
     assert load_settings(home=tmp_path).namespace("faq", "acme").semantic.threshold == 0.8
+
+
+@pytest.mark.parametrize(
+    "text", ["tenants:\n", "tenants:\n  acme:\n", "namespaces:\n", "tenants: {acme: null}\n"]
+)
+def test_empty_sections_of_the_override_file_read_as_empty(tmp_path, text):
+    """Every entry under a section commented out leaves the section empty (None in YAML)."""
+    path = tmp_path / "config" / "namespaces.yaml"
+    path.parent.mkdir()
+    path.write_text(text)
+    assert load_settings(home=tmp_path).namespace("faq", "acme") == load_settings().namespace("faq", "acme")
+    write_namespace_override(tmp_path, "faq", {"semantic": {"threshold": 0.9}}, tenant="acme")
+    write_namespace_override(tmp_path, "faq", {"semantic": {"threshold": 0.85}})
+    settings = load_settings(home=tmp_path)
+    assert settings.namespace("faq", "acme").semantic.threshold == 0.9
+    assert settings.namespace("faq", "globex").semantic.threshold == 0.85

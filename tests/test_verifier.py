@@ -291,9 +291,15 @@ def test_a_pair_longer_than_the_verifier_reads_is_not_scored(verifier, monkeypat
     short_pair = ("How do I reset my password?", "How can I reset my password?")
     assert len(verifier.tokenizer(*long_pair)["input_ids"]) > MAX_PAIR_TOKENS
     assert verifier.unread([long_pair, short_pair]).tolist() == [True, False]
-    # just within the limit: read (under the second stage's tokenizer too)
-    fitting = (start[:60], start[:58])
-    assert not verifier.unread([fitting])[0]
+    # At the limit: a pair's length is its texts' plus the separators, under each stage's
+    # tokenizer (MPNet's separators take one more piece than MiniLM's).
+    words = start.split()
+    for count in (26, 27, 28, 29, 30):
+        pair = (" ".join(words[:count]), " ".join(words[:count]) + " ok")
+        lengths = [len(stage.tokenizer(*pair)["input_ids"]) for stage in (verifier, verifier.second_stage)]
+        assert verifier.unread([pair])[0] == (max(lengths) > MAX_PAIR_TOKENS), (count, lengths)
+    assert verifier.unread([(" ".join(words[:28]), " ".join(words[:28]) + " ok")]).tolist() == [False]
+    assert verifier.unread([(" ".join(words[:29]), " ".join(words[:29]) + " ok")]).tolist() == [True]
 
     read: list[tuple[str, str]] = []
     for stage in (verifier, verifier.second_stage):

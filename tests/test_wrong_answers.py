@@ -64,6 +64,26 @@ def test_with_verification_only_rewordings_the_verifier_accepts_are_blocked(mini
     assert _blocked(minilm, texts, verify=verify) == [True, True, False, False]
 
 
+def test_a_rewording_too_long_for_the_verifier_to_read_beside_the_report_is_blocked(minilm, settings):
+    """The verifier scores a pair it cannot read whole 0, which for a report would mean
+    "not alike": the reported answer would reach a long rewording of the reported request.
+    Here such a pair counts as alike, so the report blocks."""
+    from inference.pair_verifier import load_verifier
+
+    base = settings.embedding_model("all-MiniLM-L6-v2").model_folder()
+    verifier = load_verifier(str(base), None, dtype=settings.verifier_dtype)
+    story = (
+        "I ordered a winter coat two weeks ago for my daughter's birthday and it still has not "
+        "shipped, the tracking page has said label created since Monday, "
+    )
+    reported = story + "how do I cancel my subscription?"
+    rewording = story + "how can I cancel the subscription?"
+    assert verifier.unread([(rewording, reported)])[0]  # too long to read together
+    assert not verifier.unread([("How can I cancel my subscription?", SUBSCRIPTION)])[0]
+    reports = _reports(minilm, text=reported)
+    assert _blocked(minilm, [rewording], verify=verifier.score, reports=reports) == [True]
+
+
 def test_a_side_without_its_vector_or_of_another_scope_blocks_only_its_own_text(minilm):
     texts = [SUBSCRIPTION, "How can I cancel my subscription?"]
     assert _blocked(minilm, texts, scope="globex/faq") == [True, False]
