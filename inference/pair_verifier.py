@@ -70,13 +70,19 @@ CONFIG_FILE = "config.json"
 RECORD_FILE = "training.json"
 WORD_EMBEDDINGS = "bert.embeddings.word_embeddings.weight"
 BASE_WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
-# The models read a pair (both texts and their separators) up to this many word pieces, the
-# length they were trained at. A longer pair is not scored at all (it scores 0): cut to fit,
-# it would be judged on what is left, and two long texts that differ only past the cut would
-# read as one (UNREAD_PAIR). On the workloads this changes nothing: no pair served at the
-# defaults is that long (18 of the fourth holdout's 931 candidate pairs are, none served).
+# The pair length (both texts and their separators, in word pieces) the models were trained
+# at: train_verifier reads pairs cut to it.
 MAX_PAIR_TOKENS = 64
-UNREAD_PAIR = f"longer than the verifier reads ({MAX_PAIR_TOKENS} word pieces)"
+# Serving reads a pair whole up to this length and does not score a longer one (it scores
+# 0, UNREAD_PAIR): cut to fit, two long texts that differ only past the cut would read as
+# one. Why twice the trained length (benchmarks/RESULTS.md, session 30): of held-out QQP's
+# 15,707 pairs, 359 are longer than 64 (32 of its 5,700 duplicates) and 6 longer than 128
+# (none); refusing the pairs over 64 cost the verifier path the recall plain cosine 0.8
+# reaches, while reading them whole up to 128 gives the figures of cutting them at 64 within
+# a pair (0.709 at that recall, 0.862 at the defaults); the fourth holdout gives 289 hits
+# with 9 wrong all three ways.
+READ_PAIR_TOKENS = 128
+UNREAD_PAIR = f"longer than the verifier reads ({READ_PAIR_TOKENS} word pieces)"
 # Texts whose lengths a verifier remembers (a few MB at most); past it, it starts afresh.
 TEXT_LENGTHS_KEPT = 100_000
 # The embedding model whose tokenizer and word embeddings the verifier shares.
@@ -172,13 +178,15 @@ class PairVerifier:
         tokenizer = AutoTokenizer.from_pretrained(base_folder, local_files_only=True)
         return cls([_load_model(base_folder, folder) for folder in folders], tokenizer, dtype)
 
-    def logits(self, pairs: list[tuple[str, str]]) -> torch.Tensor:
+    def logits(self, pairs: list[tuple[str, str]], max_tokens: int = MAX_PAIR_TOKENS) -> torch.Tensor:
+        """Each pair's logit, the pair cut to `max_tokens` word pieces (the trained length by
+        default, as training reads; serving reads READ_PAIR_TOKENS)."""
         encoded = self.tokenizer(
             [a for a, _ in pairs],
             [b for _, b in pairs],
             padding=True,
             truncation=True,
-            max_length=MAX_PAIR_TOKENS,
+            max_length=max_tokens,
             return_tensors="pt",
         )
         # The models lie on the CPU, except when train_verifier puts one on a GPU.
@@ -227,7 +235,7 @@ class PairVerifier:
 
     def unread(self, pairs: list[tuple[str, str]], among: np.ndarray | None = None) -> np.ndarray:
         """Which pairs (of those `among` marks) are longer than this verifier's stages read
-        whole (MAX_PAIR_TOKENS under each stage's tokenizer): they are not scored. A pair's
+        whole (READ_PAIR_TOKENS under each stage's tokenizer): they are not scored. A pair's
         length is its two texts' plus the separators, so each text is counted once."""
         unread = np.zeros(len(pairs), dtype=bool)
         asked = np.flatnonzero(np.ones(len(pairs), dtype=bool) if among is None else among)
@@ -238,7 +246,7 @@ class PairVerifier:
             lengths = stage._text_lengths({text for i in asked for text in pairs[i]})
             separators = stage.tokenizer.num_special_tokens_to_add(pair=True)
             unread[asked] = [
-                lengths[pairs[i][0]] + lengths[pairs[i][1]] + separators > MAX_PAIR_TOKENS for i in asked
+                lengths[pairs[i][0]] + lengths[pairs[i][1]] + separators > READ_PAIR_TOKENS for i in asked
             ]
         return unread
 
@@ -286,7 +294,7 @@ class PairVerifier:
         with torch.inference_mode():
             for start in range(0, len(by_length), SCORE_BATCH):
                 batch = by_length[start : start + SCORE_BATCH]
-                logits = self.logits([ordered[i] for i in batch])
+                logits = self.logits([ordered[i] for i in batch], max_tokens=READ_PAIR_TOKENS)
                 scores[batch] = torch.sigmoid(logits).cpu().numpy()
         return scores
 
@@ -402,7 +410,9 @@ def stage_identity(digest: str, dtype: str) -> str:
     libraries = ", ".join(
         f"{module.__name__} {module.__version__}" for module in (torch, transformers, tokenizers)
     )
-    named = hashlib.sha256(f"{LEARNED_SCORE_VERSION}:{dtype}:{MAX_PAIR_TOKENS}:{libraries}:{digest}".encode())
+    named = hashlib.sha256(
+        f"{LEARNED_SCORE_VERSION}:{dtype}:{READ_PAIR_TOKENS}:{libraries}:{digest}".encode()
+    )
     return f"{LEARNED_SCORE_VERSION}-{dtype}-{named.hexdigest()[:32]}"
 
 

@@ -15,8 +15,9 @@ pytestmark = pytest.mark.slow
 
 LONG_START = (
     "I bought a laptop from your store last week and the screen started flickering after a "
-    "couple of days, and the keyboard also has a sticky key that repeats letters. "
-)
+    "couple of days, and the keyboard also has a sticky key that repeats letters. I called "
+    "support twice and waited on hold for an hour each time without an answer. "
+) * 2
 COUNTED_PATHS = ("quarantined", "exact_hits", "semantic_hits", "folded", "model_calls", "failed")
 
 

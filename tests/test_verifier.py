@@ -111,9 +111,9 @@ def test_a_batch_scores_each_pair_as_alone_and_never_runs_the_model_on_a_vetoed_
     seen: list[tuple[str, str]] = []
     original = verifier.logits
 
-    def counting_logits(batch):
+    def counting_logits(batch, **options):
         seen.extend(batch)
-        return original(batch)
+        return original(batch, **options)
 
     verifier.logits = counting_logits
     try:
@@ -280,35 +280,44 @@ def test_held_to_a_threshold_the_second_stage_reads_only_pairs_that_could_pass(v
 
 def test_a_pair_longer_than_the_verifier_reads_is_not_scored(verifier, monkeypatch):
     """Cut to fit, two long texts that differ only past the cut would read as one: such a
-    pair scores 0 and never reaches a model; shorter pairs in the same call are unchanged."""
-    from inference.pair_verifier import MAX_PAIR_TOKENS
+    pair scores 0 and never reaches a model; shorter pairs in the same call are unchanged,
+    and one past the trained length but within the reading length is read whole."""
+    from inference.pair_verifier import MAX_PAIR_TOKENS, READ_PAIR_TOKENS
 
     start = (
         "I bought a laptop from your store last week and the screen started flickering after a "
         "couple of days, and the keyboard also has a sticky key that repeats letters. "
     )
-    long_pair = (start + "Can I get my money back?", start + "Can you send someone to repair it at home?")
+    middling = (start + "Can I get my money back?", start + "Can you send someone to repair it at home?")
+    story = start + "I called support twice and waited on hold for an hour each time without an answer. "
+    long_pair = (story * 2 + "Can I get my money back?", story * 2 + "Can you send someone to repair it?")
     short_pair = ("How do I reset my password?", "How can I reset my password?")
-    assert len(verifier.tokenizer(*long_pair)["input_ids"]) > MAX_PAIR_TOKENS
-    assert verifier.unread([long_pair, short_pair]).tolist() == [True, False]
+    assert MAX_PAIR_TOKENS < len(verifier.tokenizer(*middling)["input_ids"]) <= READ_PAIR_TOKENS - 10
+    assert verifier.unread([long_pair, middling, short_pair]).tolist() == [True, False, False]
     # At the limit: a pair's length is its texts' plus the separators, under each stage's
     # tokenizer (MPNet's separators take one more piece than MiniLM's).
-    words = start.split()
-    for count in (26, 27, 28, 29, 30):
+    words = (story * 2).split()
+    results = {}
+    for count in range(50, 64):
         pair = (" ".join(words[:count]), " ".join(words[:count]) + " ok")
         lengths = [len(stage.tokenizer(*pair)["input_ids"]) for stage in (verifier, verifier.second_stage)]
-        assert verifier.unread([pair])[0] == (max(lengths) > MAX_PAIR_TOKENS), (count, lengths)
-    assert verifier.unread([(" ".join(words[:28]), " ".join(words[:28]) + " ok")]).tolist() == [False]
-    assert verifier.unread([(" ".join(words[:29]), " ".join(words[:29]) + " ok")]).tolist() == [True]
+        results[tuple(lengths)] = bool(verifier.unread([pair])[0])
+        assert results[tuple(lengths)] == (max(lengths) > READ_PAIR_TOKENS), (count, lengths)
+    assert True in results.values() and False in results.values()  # the range spans the limit
 
     read: list[tuple[str, str]] = []
     for stage in (verifier, verifier.second_stage):
         original = stage.logits
-        monkeypatch.setattr(
-            stage, "logits", lambda batch, original=original: read.extend(batch) or original(batch)
-        )
-    scores = verifier.score([long_pair, short_pair])
-    assert scores[0] == 0.0 and scores[1] > 0.7
+
+        def reading(batch, original=original, **options):
+            read.extend(batch)
+            return original(batch, **options)
+
+        monkeypatch.setattr(stage, "logits", reading)
+    scores = verifier.score([long_pair, middling, short_pair])
+    assert scores[0] == 0.0 and scores[2] > 0.7
     assert tuple(sorted(long_pair)) not in read and tuple(sorted(short_pair)) in read
+    assert tuple(sorted(middling)) in read
     # the learned score alone (vetoes=False, as benchmarks read it) still reads it, cut to fit
-    assert verifier.score([long_pair], vetoes=False)[0] > 0.0
+    verifier.score([long_pair], vetoes=False)
+    assert tuple(sorted(long_pair)) in read

@@ -74,8 +74,9 @@ def test_a_rewording_too_long_for_the_verifier_to_read_beside_the_report_is_bloc
     verifier = load_verifier(str(base), None, dtype=settings.verifier_dtype)
     story = (
         "I ordered a winter coat two weeks ago for my daughter's birthday and it still has not "
-        "shipped, the tracking page has said label created since Monday, "
-    )
+        "shipped, the tracking page has said label created since Monday, and the chat assistant "
+        "keeps sending me the same article about delivery times when I ask where it is, "
+    ) * 2
     reported = story + "how do I cancel my subscription?"
     rewording = story + "how can I cancel the subscription?"
     assert verifier.unread([(rewording, reported)])[0]  # too long to read together
