@@ -95,9 +95,7 @@ def qqp_heldout(limit: int | None, verifier, defaults) -> dict:
     candidates = cosine >= 0.5
     near = [(p["a"], p["b"]) for p, c in zip(pairs, candidates, strict=True) if c]
     learned = verifier.score(near, vetoes=False)  # the model runs once; the checks zero some
-    vetoed, cautioned = checked(near)
-    # as served: a pair longer than the verifier reads is not scored
-    with_checks = checked_scores(learned, vetoed | verifier.unread(near, among=~vetoed), cautioned)
+    with_checks = checked_scores(learned, *verifier.checks(near))
     for name, near_scores in (("learned_verifier_only", learned), ("verifier_and_checks", with_checks)):
         scores = np.zeros(len(pairs), dtype=np.float32)
         scores[candidates] = near_scores

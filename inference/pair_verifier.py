@@ -214,9 +214,7 @@ class PairVerifier:
         thresholds is the same, for a fraction of the larger model's time.
         """
         scores = np.zeros(len(pairs), dtype=np.float32)
-        vetoed, cautioned = checked(pairs) if vetoes else (np.zeros(len(pairs), dtype=bool),) * 2
-        if vetoes:
-            vetoed |= self.unread(pairs, among=~vetoed)
+        vetoed, cautioned = self.checks(pairs) if vetoes else (np.zeros(len(pairs), dtype=bool),) * 2
         to_score = np.flatnonzero(~vetoed)
         if not len(to_score):
             return scores
@@ -232,6 +230,13 @@ class PairVerifier:
                 second = self.second_stage.score([pairs[i] for i in passed], vetoes=False)
                 scores[passed] = two_stage_scores(scores[passed], second)
         return checked_scores(scores, vetoed, cautioned)
+
+    def checks(self, pairs: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
+        """Two masks over the pairs, decided before any model reads them: vetoed (by a conflict
+        check, inference/pair_conflicts.py, or longer than this verifier reads) and cautioned."""
+        vetoed, cautioned = checked(pairs)
+        vetoed |= self.unread(pairs, among=~vetoed)
+        return vetoed, cautioned
 
     def unread(self, pairs: list[tuple[str, str]], among: np.ndarray | None = None) -> np.ndarray:
         """Which pairs (of those `among` marks) are longer than this verifier's stages read
