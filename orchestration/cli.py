@@ -84,9 +84,12 @@ def _evaluate(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         for key, value in report.items():
-            if key in ("wrong_hit_examples", "warnings"):  # the warnings are on stderr already
+            if key in ("wrong_hit_examples", "semantic_skipped_examples", "warnings"):
+                # The examples follow, one a line; the warnings are on stderr already.
                 continue
             print(f"{key:>22}  {value}")
+        for skipped in report["semantic_skipped_examples"]:
+            print(f"exact only: {skipped['request']!r}: {skipped['reason']}")
         for hit in report.get("wrong_hit_examples", []):
             score = "" if hit["verifier_score"] is None else f", verifier {hit['verifier_score']}"
             print(

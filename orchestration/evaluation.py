@@ -14,7 +14,9 @@ from inference.pair_conflicts import assess
 from inference.pair_data import LabelledFileError, read_pairs, read_workload
 from inference.pair_verifier import UNREAD_PAIR, VERIFIER_BASE_MODEL, load_verifier
 from storage.config import ConfigError, NamespaceSettings, Settings
+from storage.keying import semantic_skip_reasons
 from storage.keys import normalized_text
+from storage.languages import load_detector
 from storage.lookalikes import Verify, unread_pairs
 from storage.replay import ReplayStores, WrongHit, replay_workload
 
@@ -87,6 +89,9 @@ def evaluate(
         verify = None
     elif verify is None:
         verify = verifier_for(settings)
+    if namespace.semantic.enabled:
+        # Loaded before the replay, as the models are: its time is not the look-ups'.
+        load_detector()
     vetoes: Counter = Counter()
     cautions: Counter = Counter()
     with tempfile.TemporaryDirectory(prefix="infercache-evaluate-") as scratch:
@@ -95,7 +100,15 @@ def evaluate(
         counted = _counting_checks(verify, vetoes, cautions) if verify is not None else None
         wrong_hits: list[WrongHit] | None = [] if show_wrong > 0 else None
         report = replay_workload(
-            rows, namespace, stores, embedder, embedder.dimension, counted, tenant, wrong_hits=wrong_hits
+            rows,
+            namespace,
+            stores,
+            embedder,
+            embedder.dimension,
+            counted,
+            tenant,
+            wrong_hits=wrong_hits,
+            skip_reasons=lambda texts: semantic_skip_reasons(texts, [namespace] * len(texts), settings),
         )
     if wrong_hits is not None:
         report["wrong_hit_examples"] = _described(wrong_hits[:show_wrong], verify)

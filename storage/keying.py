@@ -41,6 +41,36 @@ def _cut_short_by_embedding_model(texts: list[str], namespaces: list, settings: 
     return too_long
 
 
+def semantic_skip_reasons(texts: list[str], namespaces: list, settings: Settings) -> list[str | None]:
+    """For each text under its namespace, why semantic reuse is off for it (None: it is on).
+
+    Semantic reuse switches itself off for text its embedding model does not cover (script
+    or language), for text longer than that model reads, and, where answers are verified,
+    for text the pair verifier does not cover: exact matching still applies to all of it.
+    The pipeline keys requests with it and `evaluate` replays with it, so both decide alike.
+    """
+    # Languages only where semantic reuse could apply (the detector costs ~7 s to load).
+    detected = detect_languages(
+        [text if ns.semantic.enabled else "" for text, ns in zip(texts, namespaces, strict=True)]
+    )
+    too_long = _cut_short_by_embedding_model(texts, namespaces, settings)
+    reasons: list[str | None] = []
+    for text, namespace, language, long_text in zip(texts, namespaces, detected, too_long, strict=True):
+        if not namespace.semantic.enabled:
+            reasons.append("semantic reuse is off for this namespace")
+            continue
+        embedder = settings.embedding_model(namespace.semantic.embedding_model)
+        reason = coverage_gap(text, embedder.name, embedder.languages, language)
+        if reason is None and long_text:
+            limit = reading_limit(embedder)
+            reason = f"longer than {embedder.name} reads ({limit} word pieces): exact matching only"
+        if reason is None and namespace.semantic.verify:
+            # An answer is reused only after verification, and the verifier must read the text.
+            reason = coverage_gap(text, "the pair verifier", settings.verifier_languages, language)
+        reasons.append(reason)
+    return reasons
+
+
 def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
     """Add the model version (from the registry), the key and the semantic scope to each row."""
     rows = []
@@ -48,32 +78,11 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
         settings.namespace(row["namespace"], row["tenant"])
         for row in accepted.select("namespace", "tenant").iter_rows(named=True)
     ]
-    # Languages only where semantic reuse could apply (the detector costs ~7 s to load).
-    texts = accepted["input"].to_list()
-    detected = detect_languages(
-        [text if ns.semantic.enabled else "" for text, ns in zip(texts, namespaces, strict=True)]
-    )
-    too_long = _cut_short_by_embedding_model(texts, namespaces, settings)
-    for row, namespace, language, long_text in zip(
-        accepted.iter_rows(named=True), namespaces, detected, too_long, strict=True
+    skip_reasons = semantic_skip_reasons(accepted["input"].to_list(), namespaces, settings)
+    for row, namespace, skip_reason in zip(
+        accepted.iter_rows(named=True), namespaces, skip_reasons, strict=True
     ):
         spec = settings.model(row["model"])
-        embedder = settings.embedding_model(namespace.semantic.embedding_model)
-        # Semantic reuse switches itself off for text its embedding model does not cover.
-        if not namespace.semantic.enabled:
-            skip_reason = "semantic reuse is off for this namespace"
-        else:
-            skip_reason = coverage_gap(row["input"], embedder.name, embedder.languages, language)
-            if skip_reason is None and long_text:
-                skip_reason = (
-                    f"longer than {embedder.name} reads ({reading_limit(embedder)} word pieces): "
-                    "exact matching only"
-                )
-            if skip_reason is None and namespace.semantic.verify:
-                # An answer is reused only after verification, and the verifier must read the text.
-                skip_reason = coverage_gap(
-                    row["input"], "the pair verifier", settings.verifier_languages, language
-                )
         params = effective_params(json.loads(row["params_json"]), spec.backend, namespace.labels)
         identity = RequestIdentity(
             tenant=row["tenant"],

@@ -2,7 +2,9 @@
 
 Rows are {"text", "group"}; rows of one group have the same right answer. Each row
 is looked up (exact, then semantic with verification) against everything the rows
-before it inserted, and inserted on a miss, exactly as a one-by-one replay would;
+before it inserted, and inserted on a miss, exactly as a one-by-one replay would. A row
+the pipeline would give exact matching only (its language, its length: `skip_reasons`)
+gets exact matching only here too, and its entry is not searched semantically;
 the work is done in blocks (one exact join, one embedding call, one batched vector
 search and one verifier call per block) with the sequential order kept by
 resolve_lookalikes.
@@ -10,6 +12,7 @@ resolve_lookalikes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Callable
@@ -45,6 +48,20 @@ class WrongHit:
 
 
 @dataclass(frozen=True)
+class SkippedRequest:
+    """A request that got exact matching only, and why (as the pipeline says it)."""
+
+    request: str
+    reason: str
+
+
+# Why each text gets exact matching only (None: semantic reuse applies to it).
+SkipReasons = Callable[[list[str]], list[str | None]]
+# How many skipped requests a report shows; the count covers them all.
+SKIPPED_EXAMPLES = 10
+
+
+@dataclass(frozen=True)
 class ReplayStores:
     duckdb_path: Path
     lance_folder: Path
@@ -60,17 +77,22 @@ def replay_workload(
     tenant: str = "evaluation",
     block_size: int = BLOCK_SIZE,
     wrong_hits: list[WrongHit] | None = None,
+    skip_reasons: SkipReasons | None = None,
 ) -> dict:
     """Counts of the replay; see `evaluate` in the README for each figure. Where
     `wrong_hits` is a list, every wrong semantic hit counted is appended to it, in the
-    order served, for a person to read."""
+    order served, for a person to read. `skip_reasons` decides which requests get exact
+    matching only, as the pipeline's keying does (None: every request is looked up
+    semantically where the namespace allows it)."""
     started = time.perf_counter()
     semantic = namespace.semantic
     embedding_cache = EmbeddingCache(stores.lance_folder, semantic.embedding_model, dimension)
     index = SemanticIndex(stores.lance_folder, semantic.embedding_model, dimension)
     counts = {"exact_hits": 0, "semantic_hits": 0, "right_semantic_hits": 0, "recall_denominator": 0}
     with open_store(stores.duckdb_path) as con:
-        replay = _Replay(con, index, embedding_cache, namespace, embed, verify, tenant, counts, wrong_hits)
+        replay = _Replay(
+            con, index, embedding_cache, namespace, embed, verify, tenant, counts, wrong_hits, skip_reasons
+        )
         # A kept store (evaluate --store) may hold entries of an earlier replay: their groups
         # already have an entry, so a request of one of them counts in recall's denominator.
         replay.groups_with_entry.update(_stored_groups(con, tenant, namespace.name))
@@ -90,6 +112,12 @@ def replay_workload(
         "recall": _ratio(counts["right_semantic_hits"], counts["recall_denominator"]),
         "recall_denominator": counts["recall_denominator"],
         "wrong_per_1000": _ratio(1000 * wrong, requests),
+        # Looked up exactly only, though the namespace reuses semantically (their language,
+        # their length); they count in recall's denominator like any other miss.
+        "semantic_skipped": len(replay.skipped),
+        "semantic_skipped_examples": [
+            dataclasses.asdict(skipped) for skipped in replay.skipped[:SKIPPED_EXAMPLES]
+        ],
         "lookups_per_s": _ratio(requests, seconds),
         "seconds": seconds,
     }
@@ -97,22 +125,22 @@ def replay_workload(
 
 def _wrong_hits(
     block: list[dict],
-    unique_rows: list[int],
+    semantic_rows: list[int],
     vectors: np.ndarray,
     resolutions: dict[int, Resolution],
     wrong: list[tuple[int, int]],
     served_group: Callable[[Resolution], str],
 ) -> list[WrongHit]:
     """The block's wrong hits, from count_block's (row, row whose look-up served it);
-    `vectors` are the unique rows' (normalised), in unique_rows' order."""
-    position = {row: n for n, row in enumerate(unique_rows)}
+    `vectors` are the rows looked up semantically (normalised), in semantic_rows' order."""
+    position = {row: n for n, row in enumerate(semantic_rows)}
     found = []
     for row, first in wrong:
         resolution = resolutions[first]
         if resolution.external is not None:
             served, cosine = resolution.external.text, resolution.external.similarity
         else:  # an earlier row of the block that made its own call
-            served = block[unique_rows[resolution.leader_row]]["text"]
+            served = block[semantic_rows[resolution.leader_row]]["text"]
             cosine = float(vectors[position[first]] @ vectors[resolution.leader_row])
         found.append(
             WrongHit(block[row]["text"], block[row]["group"], served, served_group(resolution), cosine)
@@ -154,7 +182,9 @@ class _Replay:
     tenant: str
     counts: dict
     wrong_hits: list[WrongHit] | None
+    skip_reasons: SkipReasons | None
     groups_with_entry: set[str] = field(default_factory=set)
+    skipped: list[SkippedRequest] = field(default_factory=list)
 
 
 def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
@@ -179,11 +209,12 @@ def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
     stored_answer = dict(zip(exact["request_id"], exact["answer_json"], strict=True))
     stored = [bool(stored_answer[request_id]) for request_id in requests["request_id"]]
     unique_rows = rows_to_resolve(keys, stored)
+    semantic_rows = _semantic_rows(replay, block, unique_rows) if semantic.enabled else []
     resolutions = {}
-    if unique_rows and semantic.enabled:
-        texts = [block[i]["text"] for i in unique_rows]
+    if semantic_rows:
+        texts = [block[i]["text"] for i in semantic_rows]
         vectors, _ = embedding_cache.embed(texts, replay.embed)
-        externals = cached_candidates(con, index, requests[unique_rows], vectors, now)
+        externals = cached_candidates(con, index, requests[semantic_rows], vectors, now)
         resolved = resolve_lookalikes(
             vectors,
             texts,
@@ -192,14 +223,14 @@ def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
             [semantic.verify_threshold] * len(texts),
             externals=externals,
         )
-        resolutions = dict(zip(unique_rows, resolved, strict=True))
+        resolutions = dict(zip(semantic_rows, resolved, strict=True))
     else:
-        vectors = np.zeros((len(unique_rows), embedding_cache.dimension), dtype=np.float32)
+        vectors = np.zeros((0, embedding_cache.dimension), dtype=np.float32)
 
     def served_group(resolution: Resolution) -> str:
         if resolution.external is not None:
             return json.loads(resolution.external.ref[1])["group"]
-        return block[unique_rows[resolution.leader_row]]["group"]
+        return block[semantic_rows[resolution.leader_row]]["group"]
 
     groups = [row["group"] for row in block]
     wrong: list[tuple[int, int]] | None = [] if replay.wrong_hits is not None else None
@@ -207,7 +238,7 @@ def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
         keys, groups, stored, resolutions, served_group, replay.counts, replay.groups_with_entry, wrong
     )
     if replay.wrong_hits is not None:
-        replay.wrong_hits += _wrong_hits(block, unique_rows, vectors, resolutions, wrong, served_group)
+        replay.wrong_hits += _wrong_hits(block, semantic_rows, vectors, resolutions, wrong, served_group)
 
     if inserted:
         entries = pl.DataFrame(
@@ -235,18 +266,32 @@ def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
             },
         )
         write_entries(con, entries, partition=None)
-        if semantic.enabled:
-            position = {row: n for n, row in enumerate(unique_rows)}
+        position = {row: n for n, row in enumerate(semantic_rows)}
+        # A request that got exact matching only is not searched for semantically either.
+        searchable = [i for i in inserted if i in position]
+        if searchable:
             index.add(
-                requests[inserted].with_columns(
+                requests[searchable].with_columns(
                     tenant=pl.lit(tenant),
                     namespace=pl.lit(namespace.name),
                     model=pl.lit(REPLAY_MODEL),
                     model_version=pl.lit("1"),
                 ),
-                vectors[[position[i] for i in inserted]],
+                vectors[[position[i] for i in searchable]],
                 partition=None,
             )
+
+
+def _semantic_rows(replay: _Replay, block: list[dict], unique_rows: list[int]) -> list[int]:
+    """The rows to look up semantically: those the pipeline would not give exact matching
+    only. The others are kept, with their reason, for the report."""
+    if replay.skip_reasons is None or not unique_rows:
+        return unique_rows
+    reasons = replay.skip_reasons([block[i]["text"] for i in unique_rows])
+    for i, reason in zip(unique_rows, reasons, strict=True):
+        if reason is not None:
+            replay.skipped.append(SkippedRequest(block[i]["text"], reason))
+    return [i for i, reason in zip(unique_rows, reasons, strict=True) if reason is None]
 
 
 def _first_rows(keys: list) -> dict:

@@ -91,6 +91,24 @@ def test_evaluate_replays_a_workload_and_prints_one_json_document(tmp_path):
     assert plain["warnings"] == []
 
 
+def test_evaluate_gives_exact_matching_only_where_the_pipeline_would(tmp_path):
+    """Keying switches semantic reuse off for text the models do not cover; the replay
+    applies the same rule and says which requests it touched and why."""
+    rows = [
+        {"text": "How do I reset my password?", "group": "reset"},
+        {"text": "我怎么重置密码？", "group": "reset"},
+        {"text": "Comment puis-je réinitialiser mon mot de passe ?", "group": "reset"},
+        {"text": "How can I reset my password?", "group": "reset"},
+    ]
+    report = _cli(tmp_path, "evaluate", "--workload", str(_workload(tmp_path, rows)), "--no-verify")
+    assert report["semantic_skipped"] == 2
+    skipped = {example["request"]: example["reason"] for example in report["semantic_skipped_examples"]}
+    assert "Cjk script" in skipped[rows[1]["text"]]
+    assert "reads as fr" in skipped[rows[2]["text"]]
+    # Both still count as misses of a group that had an entry; the paraphrase is served.
+    assert report["recall_denominator"] == 3 and report["right_semantic_hits"] == 1
+
+
 def test_evaluate_warns_in_its_json_too_of_a_namespace_without_settings(tmp_path):
     """A script that reads only stdout must see it as well as a person reading stderr."""
     workload = _workload(tmp_path, [{"text": "How do I reset my password?", "group": "reset"}])

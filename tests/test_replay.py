@@ -5,6 +5,7 @@ import pytest
 
 from storage.config import load_settings
 from storage.replay import ReplayStores, replay_workload
+from storage.semantic_index import SemanticIndex
 
 pytestmark = pytest.mark.slow
 
@@ -106,3 +107,58 @@ def test_a_replay_into_a_kept_store_counts_the_groups_stored_before_it(tmp_path,
         assert before[count] + after[count] == whole[count], count
     # every row of the second part after its first one is of a group the first part stored
     assert after["recall_denominator"] >= 3 and after["recall"] <= 1.0
+
+
+def test_requests_the_pipeline_gives_exact_matching_only_get_it_in_a_replay_too(tmp_path, minilm):
+    """evaluate replays the pipeline's look-up path: text the embedding model does not read
+    (another script, past its 256 word pieces) is matched exactly only, as keying does, so
+    a replay cannot count a semantic hit the pipeline would never make."""
+    from storage.keying import semantic_skip_reasons
+
+    report = "The payment service returned errors to some customers this morning. " * 30
+    rows = [
+        {"text": report + "Summarise it for the support team.", "group": "support"},
+        # The same beginning, another ending: all-MiniLM-L6-v2 gives both one vector.
+        {"text": report + "Write the apology to customers.", "group": "apology"},
+        {"text": "我怎么重置密码？", "group": "reset-zh"},
+        {"text": "我怎么重置密码？", "group": "reset-zh"},
+        {"text": "How do I reset my password?", "group": "reset"},
+        {"text": "How can I reset my password?", "group": "reset"},
+    ]
+    settings = load_settings(home=tmp_path)
+    namespace = settings.namespace("default")
+
+    def pipeline_skips(texts):
+        return semantic_skip_reasons(texts, [namespace] * len(texts), settings)
+
+    def replay(block_size, skips, store):
+        folder = tmp_path / f"{store}{block_size}"
+        return replay_workload(
+            rows,
+            namespace,
+            ReplayStores(folder / "c.duckdb", folder / "lance"),
+            minilm,
+            minilm.dimension,
+            None,  # cosine alone: the long pair would be served (cosine 1.0)
+            block_size=block_size,
+            skip_reasons=skips,
+        )
+
+    unguarded = replay(256, None, "unguarded")
+    assert unguarded["wrong_hits"] == 1 and unguarded["semantic_skipped"] == 0
+    for block_size in (1, 256):
+        guarded = replay(block_size, pipeline_skips, "guarded")
+        assert guarded["wrong_hits"] == 0
+        assert guarded["semantic_hits"] == guarded["right_semantic_hits"] == 1  # the English paraphrase
+        assert guarded["exact_hits"] == 1  # the repeated Chinese request still hits exactly
+        assert guarded["semantic_skipped"] == 3  # two long texts, the first Chinese one
+        reasons = [skipped["reason"] for skipped in guarded["semantic_skipped_examples"]]
+        assert reasons[0].startswith("longer than all-MiniLM-L6-v2 reads (256 word pieces)")
+        assert "Cjk script" in reasons[2] and "exact matching only" in reasons[2]
+        assert guarded["recall_denominator"] == 1  # only the paraphrase followed its group's entry
+        # Their entries are kept for exact hits, but not searched semantically: only the
+        # English request's vector is in the index.
+        folder = tmp_path / f"guarded{block_size}"
+        assert (
+            SemanticIndex(folder / "lance", namespace.semantic.embedding_model, minilm.dimension).count() == 1
+        )
