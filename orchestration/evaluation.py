@@ -215,7 +215,7 @@ def calibrate(
     if source.pairs is not None:
         points, counts = _pair_points(rows, cache, embedder, verify, current)
     else:
-        points, counts = _workload_points(rows, cache, embedder, verify)
+        points, counts = _workload_points(rows, cache, embedder, verify, settings, current)
     _require_enough_evidence(source.path, points, max_wrong_rate)
     chosen = choose(points, max_wrong_rate)
     plain = choose([p for p in points if p.verify_threshold is None], max_wrong_rate)
@@ -365,18 +365,41 @@ def _pair_points(pairs: list[dict], cache, embedder, verify: Verify, current: Na
     return operating_points(cosine, scores, duplicate), counts
 
 
-def _workload_points(rows: list[dict], cache, embedder, verify: Verify):
+def _workload_points(
+    rows: list[dict], cache, embedder, verify: Verify, settings: Settings, current: NamespaceSettings
+):
     """Operating points of the workload replayed at each setting, and what was read."""
     from storage.calibration import replay_points
 
     texts = [row["text"] for row in rows]
+    first_wording = {normalized_text(text): text for text in reversed(texts)}
     distinct = list(dict.fromkeys(normalized_text(text) for text in texts))
     matrix, embedded_now = cache.embed(distinct, embedder)
-    points = replay_points(texts, [row["group"] for row in rows], matrix, verify)
+    exact_only = {
+        verified: _exact_only_texts(
+            distinct, [first_wording[key] for key in distinct], settings, current, verified
+        )
+        for verified in (False, True)
+    }
+    points = replay_points(texts, [row["group"] for row in rows], matrix, verify, exact_only=exact_only)
     counts = {
         "requests": len(rows),
         "groups": len({row["group"] for row in rows}),
         "texts": len(distinct),
         "embedded_now": embedded_now,
+        # Distinct texts given exact matching only where the chosen settings verify (as evaluate
+        # gives them: their language, their length); never served semantically, never serving.
+        "texts_exact_only": len(exact_only[True]),
     }
     return points, counts
+
+
+def _exact_only_texts(
+    keys: list[str], wordings: list[str], settings: Settings, current: NamespaceSettings, verified: bool
+) -> set[str]:
+    """The keys whose wording the pipeline's keying would give exact matching only, were the
+    namespace to reuse semantically with (or without) verification."""
+    semantic = dataclasses.replace(current.semantic, enabled=True, verify=verified)
+    namespace = dataclasses.replace(current, semantic=semantic)
+    reasons = semantic_skip_reasons(wordings, [namespace] * len(wordings), settings)
+    return {key for key, reason in zip(keys, reasons, strict=True) if reason is not None}

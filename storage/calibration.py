@@ -143,13 +143,16 @@ def replay_points(
     cosine_grid: tuple[float, ...] = REPLAY_COSINE_GRID,
     verify_grid: tuple[float | None, ...] = REPLAY_VERIFY_GRID,
     block_size: int | None = None,
+    exact_only: dict[bool, set[str]] | None = None,
 ) -> list[Operating]:
     """Every setting of the grid replayed over a workload in order, counted as `evaluate`
     counts (storage/replay.py, whose block counting it shares): the workload goes in blocks,
     each row seeing the entries of earlier blocks through the same nearest-candidate limit
     as the semantic index, and the rows before it in its block. `vectors` holds one row per
     distinct text (after Unicode normalisation, as keys are made), in order of first
-    appearance. The verifier reads each candidate pair once, whatever the number of settings."""
+    appearance. The verifier reads each candidate pair once, whatever the number of settings.
+    `exact_only[verified]` holds the distinct texts the pipeline gives exact matching only
+    at settings that verify (True) or not (False): their language, their length."""
     from storage.keys import normalized_text
     from storage.replay import BLOCK_SIZE
 
@@ -182,6 +185,7 @@ def replay_points(
                 None if verify_threshold is None else remembered,
                 verify_threshold or 0.0,
                 block_size or BLOCK_SIZE,
+                (exact_only or {}).get(verify_threshold is not None, set()),
             )
             points.append(
                 Operating.counted(
@@ -196,9 +200,10 @@ def replay_points(
 
 
 def _replay_counts(
-    keys, groups, distinct, vectors, row_of, threshold, verify, verify_threshold, block_size
+    keys, groups, distinct, vectors, row_of, threshold, verify, verify_threshold, block_size, exact_only
 ) -> dict:
-    """One replay in blocks, the store held in memory: entries are the rows that inserted."""
+    """One replay in blocks, the store held in memory: entries are the rows that inserted,
+    searched only where their text was not given exact matching only."""
     from storage.lookalikes import External
     from storage.replay import count_block, rows_to_resolve
     from storage.scope_search import nearest_columns
@@ -212,10 +217,10 @@ def _replay_counts(
     for start in range(0, len(keys), block_size):
         block_keys, block_groups = keys[start : start + block_size], groups[start : start + block_size]
         stored = [key in entry_keys for key in block_keys]
-        unique_rows = rows_to_resolve(block_keys, stored)
-        block_vectors = vectors[[row_of[block_keys[i]] for i in unique_rows]]
-        externals: list[list[External]] = [[] for _ in unique_rows]
-        if entry_rows and unique_rows:
+        semantic_rows = [i for i in rows_to_resolve(block_keys, stored) if block_keys[i] not in exact_only]
+        block_vectors = vectors[[row_of[block_keys[i]] for i in semantic_rows]]
+        externals: list[list[External]] = [[] for _ in semantic_rows]
+        if entry_rows and semantic_rows:
             similarities = block_vectors @ vectors[entry_rows].T
             for query, columns in enumerate(nearest_columns(similarities, CANDIDATES_PER_QUERY)):
                 externals[query] = [
@@ -224,27 +229,28 @@ def _replay_counts(
                 ]
         resolved = resolve_lookalikes(
             block_vectors,
-            [block_keys[i] for i in unique_rows],
-            [threshold] * len(unique_rows),
+            [block_keys[i] for i in semantic_rows],
+            [threshold] * len(semantic_rows),
             verify,
-            [verify_threshold] * len(unique_rows),
+            [verify_threshold] * len(semantic_rows),
             externals=externals,
         )
-        resolutions = dict(zip(unique_rows, resolved, strict=True))
+        resolutions = dict(zip(semantic_rows, resolved, strict=True))
 
-        served_group = functools.partial(_served_group, block_groups, unique_rows)
+        served_group = functools.partial(_served_group, block_groups, semantic_rows)
         inserted = count_block(
             block_keys, block_groups, stored, resolutions, served_group, counts, groups_with_entry
         )
         for i in inserted:
             entry_keys.add(block_keys[i])
-            entry_rows.append(row_of[block_keys[i]])
-            entry_groups.append(block_groups[i])
+            if block_keys[i] not in exact_only:
+                entry_rows.append(row_of[block_keys[i]])
+                entry_groups.append(block_groups[i])
     return counts
 
 
-def _served_group(block_groups: list[str], unique_rows: list[int], resolution) -> str:
+def _served_group(block_groups: list[str], semantic_rows: list[int], resolution) -> str:
     """The group of the entry (its ref) or of the earlier row of the block that served a row."""
     if resolution.external is not None:
         return resolution.external.ref
-    return block_groups[unique_rows[resolution.leader_row]]
+    return block_groups[semantic_rows[resolution.leader_row]]

@@ -142,3 +142,40 @@ def test_the_replay_counts_across_blocks_match_the_stores_replay(tmp_path):
         assert report["semantic_hits"] > 50
         assert (point.served, point.right) == (report["semantic_hits"], report["right_semantic_hits"])
         assert point.recall == pytest.approx(report["recall"])
+
+    # Texts the pipeline gives exact matching only (their language, their length) are
+    # neither served nor serving, in both replays alike; here every seventh request number.
+    exact_only = {text for text in texts if int(text.split()[1]) % 7 == 0}
+
+    def skip_reasons(batch):
+        return ["exact matching only" if text in exact_only else None for text in batch]
+
+    skipping_points = replay_points(
+        texts,
+        [r["group"] for r in rows],
+        embed(list(dict.fromkeys(texts))),
+        made_up_verifier,
+        (0.8,),
+        (None, 0.5),
+        exact_only={False: exact_only, True: exact_only},
+    )
+    for point, unskipped in zip(skipping_points, points, strict=True):
+        semantic = dataclasses.replace(
+            default.semantic,
+            threshold=point.threshold,
+            verify=point.verify_threshold is not None,
+            verify_threshold=point.verify_threshold or 0.0,
+        )
+        folder = tmp_path / f"skipping-{point.verify_threshold}"
+        report = replay_workload(
+            rows,
+            dataclasses.replace(default, semantic=semantic),
+            ReplayStores(folder / "cache.duckdb", folder / "lance"),
+            embed,
+            16,
+            made_up_verifier if point.verify_threshold is not None else None,
+            skip_reasons=skip_reasons,
+        )
+        assert report["semantic_skipped"] > 0 and point.served < unskipped.served
+        assert (point.served, point.right) == (report["semantic_hits"], report["right_semantic_hits"])
+        assert point.recall == pytest.approx(report["recall"])

@@ -268,11 +268,13 @@ def test_calibrate_from_a_workload_replays_it_and_writes_what_it_chose(tmp_path)
     rewordings = [f"How can I reset the password for account number {i}?" for i in range(30)]
     rows = [{"text": t, "group": f"g{i}"} for i, t in enumerate(asks)]
     rows += [{"text": t, "group": f"g{i}"} for i, t in enumerate(rewordings)]
+    # Text the embedding model does not read is replayed as evaluate replays it: exact only.
+    rows += [{"text": "我怎么重置账户密码？", "group": "g0"}, {"text": "如何重置账户密码？", "group": "g0"}]
     workload = _workload(tmp_path, rows)
     args = ("calibrate", "--workload", str(workload), "--tenant", "acme", "--namespace", "faq")
     first = _cli(tmp_path, *args, "--max-wrong-rate", "0.05")
-    assert first["read_as"] == "workload replay" and first["requests"] == 60 and first["groups"] == 30
-    assert first["embedded_now"] == 60
+    assert first["read_as"] == "workload replay" and first["requests"] == 62 and first["groups"] == 30
+    assert first["embedded_now"] == 62 and first["texts_exact_only"] == 2
     chosen = first["chosen"]
     assert chosen is not None and chosen["precision"] >= 0.95 and chosen["served"] >= 20
     from storage.config import load_settings
