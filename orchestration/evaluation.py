@@ -16,7 +16,7 @@ from inference.pair_verifier import UNREAD_PAIR, VERIFIER_BASE_MODEL, load_verif
 from storage.config import ConfigError, NamespaceSettings, Settings
 from storage.keying import semantic_skip_reasons
 from storage.keys import normalized_text
-from storage.languages import load_detector
+from storage.languages import detect_languages, load_detector
 from storage.lookalikes import Verify, unread_pairs
 from storage.replay import ReplayStores, WrongHit, replay_workload
 
@@ -213,7 +213,7 @@ def calibrate(
     cache = EmbeddingCache(lance_folder, model, embedder.dimension)
     verify = verifier_for(settings)
     if source.pairs is not None:
-        points, counts = _pair_points(rows, cache, embedder, verify, current)
+        points, counts = _pair_points(rows, cache, embedder, verify, settings, current)
     else:
         points, counts = _workload_points(rows, cache, embedder, verify, settings, current)
     _require_enough_evidence(source.path, points, max_wrong_rate)
@@ -333,7 +333,9 @@ def _require_enough_evidence(path: Path, points: list, max_wrong_rate: float) ->
         )
 
 
-def _pair_points(pairs: list[dict], cache, embedder, verify: Verify, current: NamespaceSettings):
+def _pair_points(
+    pairs: list[dict], cache, embedder, verify: Verify, settings: Settings, current: NamespaceSettings
+):
     """Operating points over labelled pairs, and what was read."""
     import numpy as np
 
@@ -348,6 +350,12 @@ def _pair_points(pairs: list[dict], cache, embedder, verify: Verify, current: Na
     scored = cosine >= min(COSINE_FLOOR, current.semantic.threshold)
     scores = np.zeros(len(pairs), dtype=np.float32)
     scores[scored] = verify([(p["a"], p["b"]) for p, s in zip(pairs, scored, strict=True) if s])
+    # A pair with a text the pipeline gives exact matching only is never served semantically.
+    exact_only = _exact_only_texts(texts, texts, settings, current)
+    servable = {
+        verified: np.array([p["a"] not in skipped and p["b"] not in skipped for p in pairs], dtype=bool)
+        for verified, skipped in exact_only.items()
+    }
     labels: dict[frozenset, set] = {}
     for pair in pairs:
         # Keyed as the exact cache keys texts, so one pair typed two ways is one pair.
@@ -361,8 +369,11 @@ def _pair_points(pairs: list[dict], cache, embedder, verify: Verify, current: Na
         "pairs_labelled_both_ways": sum(len(seen) > 1 for seen in labels.values()),
         "texts": len(texts),
         "embedded_now": embedded_now,
+        # Texts given exact matching only where the chosen settings verify (their language,
+        # their length): pairs with one of them are never served.
+        "texts_exact_only": len(exact_only[True]),
     }
-    return operating_points(cosine, scores, duplicate), counts
+    return operating_points(cosine, scores, duplicate, servable), counts
 
 
 def _workload_points(
@@ -375,12 +386,7 @@ def _workload_points(
     first_wording = {normalized_text(text): text for text in reversed(texts)}
     distinct = list(dict.fromkeys(normalized_text(text) for text in texts))
     matrix, embedded_now = cache.embed(distinct, embedder)
-    exact_only = {
-        verified: _exact_only_texts(
-            distinct, [first_wording[key] for key in distinct], settings, current, verified
-        )
-        for verified in (False, True)
-    }
+    exact_only = _exact_only_texts(distinct, [first_wording[key] for key in distinct], settings, current)
     points = replay_points(texts, [row["group"] for row in rows], matrix, verify, exact_only=exact_only)
     counts = {
         "requests": len(rows),
@@ -395,11 +401,16 @@ def _workload_points(
 
 
 def _exact_only_texts(
-    keys: list[str], wordings: list[str], settings: Settings, current: NamespaceSettings, verified: bool
-) -> set[str]:
+    keys: list[str], wordings: list[str], settings: Settings, current: NamespaceSettings
+) -> dict[bool, set[str]]:
     """The keys whose wording the pipeline's keying would give exact matching only, were the
-    namespace to reuse semantically with (or without) verification."""
-    semantic = dataclasses.replace(current.semantic, enabled=True, verify=verified)
-    namespace = dataclasses.replace(current, semantic=semantic)
-    reasons = semantic_skip_reasons(wordings, [namespace] * len(wordings), settings)
-    return {key for key, reason in zip(keys, reasons, strict=True) if reason is not None}
+    namespace to reuse semantically with verification (True) and without (False)."""
+    detected = detect_languages(wordings)  # once for both: the slow part (~40 s for 137k texts)
+    exact_only = {}
+    for verified in (False, True):
+        namespace = dataclasses.replace(
+            current, semantic=dataclasses.replace(current.semantic, enabled=True, verify=verified)
+        )
+        reasons = semantic_skip_reasons(wordings, [namespace] * len(wordings), settings, detected)
+        exact_only[verified] = {key for key, reason in zip(keys, reasons, strict=True) if reason is not None}
+    return exact_only

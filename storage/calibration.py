@@ -64,9 +64,14 @@ class Operating:
 
 
 def operating_points(
-    cosine: np.ndarray, verifier_scores: np.ndarray | None, duplicate: np.ndarray
+    cosine: np.ndarray,
+    verifier_scores: np.ndarray | None,
+    duplicate: np.ndarray,
+    servable: dict[bool, np.ndarray] | None = None,
 ) -> list[Operating]:
-    """Every (threshold, verify threshold) of the grid with its precision and recall."""
+    """Every (threshold, verify threshold) of the grid with its precision and recall.
+    `servable[verified]` marks the pairs the pipeline could serve semantically at all at
+    settings that verify (True) or not (False): neither text given exact matching only."""
     positives = int(duplicate.sum())
     points = []
     for verify_threshold in VERIFY_GRID:
@@ -77,6 +82,8 @@ def operating_points(
             if verify_threshold is None
             else verifier_scores >= verify_threshold
         )
+        if servable is not None:
+            accepted = accepted & servable[verify_threshold is not None]
         for threshold in COSINE_GRID:
             served = accepted & (cosine >= threshold)
             right = int((served & duplicate).sum())

@@ -15,7 +15,7 @@ from storage.keys import (
     canonical_request,
     semantic_scope,
 )
-from storage.languages import coverage_gap, detect_languages
+from storage.languages import Detection, coverage_gap, detect_languages
 
 
 def effective_params(params: dict, backend: str, labels: tuple[str, ...]) -> dict:
@@ -41,18 +41,22 @@ def _cut_short_by_embedding_model(texts: list[str], namespaces: list, settings: 
     return too_long
 
 
-def semantic_skip_reasons(texts: list[str], namespaces: list, settings: Settings) -> list[str | None]:
+def semantic_skip_reasons(
+    texts: list[str], namespaces: list, settings: Settings, detected: list[Detection] | None = None
+) -> list[str | None]:
     """For each text under its namespace, why semantic reuse is off for it (None: it is on).
 
     Semantic reuse switches itself off for text its embedding model does not cover (script
     or language), for text longer than that model reads, and, where answers are verified,
     for text the pair verifier does not cover: exact matching still applies to all of it.
     The pipeline keys requests with it and `evaluate` replays with it, so both decide alike.
+    `detected`: the texts' languages (detect_languages), where the caller has them already.
     """
-    # Languages only where semantic reuse could apply (the detector costs ~7 s to load).
-    detected = detect_languages(
-        [text if ns.semantic.enabled else "" for text, ns in zip(texts, namespaces, strict=True)]
-    )
+    if detected is None:
+        # Languages only where semantic reuse could apply (the detector costs ~7 s to load).
+        detected = detect_languages(
+            [text if ns.semantic.enabled else "" for text, ns in zip(texts, namespaces, strict=True)]
+        )
     too_long = _cut_short_by_embedding_model(texts, namespaces, settings)
     reasons: list[str | None] = []
     for text, namespace, language, long_text in zip(texts, namespaces, detected, too_long, strict=True):

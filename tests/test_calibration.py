@@ -35,6 +35,30 @@ def test_the_choice_maximises_recall_within_the_target():
             assert p.recall <= chosen.recall
 
 
+def test_pairs_the_pipeline_cannot_serve_semantically_are_never_served():
+    """A pair with a text given exact matching only (its language, its length) is a miss at
+    every setting: it keeps its place in recall's denominator and is never counted served."""
+    cosine, verifier, duplicate = _pairs()
+    servable = np.ones_like(duplicate)
+    servable[::3] = False  # a third of the pairs, some duplicates and some not
+    only_plain = {False: servable, True: np.ones_like(duplicate)}
+    everything = operating_points(cosine, verifier, duplicate)
+    masked = operating_points(cosine, verifier, duplicate, {False: servable, True: servable})
+    for full, point in zip(everything, masked, strict=True):
+        assert point.positives == full.positives
+        lowest = (cosine >= point.threshold) & ~servable
+        if point.verify_threshold is not None:
+            lowest &= verifier >= point.verify_threshold
+        assert point.served == full.served - int(lowest.sum())
+    # Each mask applies to its own settings (the verifier's languages may differ).
+    plain_masked = operating_points(cosine, verifier, duplicate, only_plain)
+    for full, point in zip(everything, plain_masked, strict=True):
+        if point.verify_threshold is not None:
+            assert point.served == full.served
+        elif point.threshold == 0.5:
+            assert point.served == full.served - int((~servable).sum())
+
+
 def test_too_few_served_pairs_never_qualify():
     duplicate = np.array([True] * 5 + [False] * 5)
     points = operating_points(np.full(10, 0.95), np.ones(10), duplicate)

@@ -215,6 +215,8 @@ def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path)
         {"a": f"What is the fee for plan {i}?", "b": f"How do I open account {i}?", "duplicate": False}
         for i in range(30)
     ]
+    # Text the embedding model does not read is never served semantically: a miss at every setting.
+    rows.append({"a": "我怎么重置密码？", "b": "如何重置我的密码？", "duplicate": True})
     pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
     args = (
         "calibrate",
@@ -228,8 +230,9 @@ def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path)
         "0.05",
     )
     first = _cli(tmp_path, *args)
-    assert first["pairs"] == 60 and first["embedded_now"] == 120
+    assert first["pairs"] == 61 and first["embedded_now"] == 122 and first["texts_exact_only"] == 2
     assert first["chosen"] is not None and first["chosen"]["precision"] >= 0.95
+    assert first["chosen"]["recall"] <= 30 / 31
     written = Path(first["written_to"])
     assert written.is_relative_to(tmp_path)
     from storage.config import load_settings
