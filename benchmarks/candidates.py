@@ -159,9 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     from storage.calibration import replay_points
     from storage.config import load_settings
     from storage.keys import normalized_text
+    from storage.semantic_coverage import exact_only_texts
 
     settings = load_settings()
-    semantic = settings.namespace("default").semantic
+    default = settings.namespace("default")
+    semantic = default.semantic
     defaults = (semantic.threshold, semantic.verify_threshold)
     # The defaults and the strict setting are replayed whatever the grid holds (a calibrated
     # namespace may sit between).
@@ -173,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         texts, groups = read_rows(*WORKLOADS[name])
         distinct = list(dict.fromkeys(normalized_text(text) for text in texts))
         vectors, _ = embed_through_cache(distinct, semantic.embedding_model)
-        workloads[name] = (texts, groups, vectors)
+        exact_only = exact_only_texts(texts, settings, default)
+        workloads[name] = (texts, groups, vectors, exact_only)
     shipped = tuple(str(folder) for folder in SHIPPED_MODELS)
     # (name, first-stage folders, second-stage folder)
     candidates = [
@@ -185,8 +188,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, folders, second_stage in candidates:
         verify = load_verifier(base, folders, dtype=settings.verifier_dtype, second_stage=second_stage).score
         points = {
-            workload: replay_points(texts, groups, vectors, verify, cosine_grid, verify_grid)
-            for workload, (texts, groups, vectors) in workloads.items()
+            workload: replay_points(
+                texts, groups, vectors, verify, cosine_grid, verify_grid, exact_only=exact_only
+            )
+            for workload, (texts, groups, vectors, exact_only) in workloads.items()
         }
         report["candidates"][name] = {"folders": list(folders), "second_stage": second_stage} | summary(
             points, defaults

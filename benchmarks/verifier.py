@@ -155,6 +155,7 @@ def adversarial_replay(settings, workload: Path, verifier) -> dict:
                 "precision",
                 "recall",
                 "wrong_per_1000",
+                "semantic_skipped",
                 "lookups_per_s",
             )
         } | {

@@ -89,7 +89,7 @@ def _evaluate(args: argparse.Namespace) -> int:
                 continue
             print(f"{key:>22}  {value}")
         for skipped in report["semantic_skipped_examples"]:
-            print(f"exact only: {skipped['request']!r}: {skipped['reason']}")
+            print(f"exact only: {_shortened(skipped['request'])!r}: {skipped['reason']}")
         for hit in report.get("wrong_hit_examples", []):
             score = "" if hit["verifier_score"] is None else f", verifier {hit['verifier_score']}"
             print(
@@ -97,6 +97,11 @@ def _evaluate(args: argparse.Namespace) -> int:
                 f"({hit['served_group']}), cosine {hit['cosine']}{score}"
             )
     return 0
+
+
+def _shortened(text: str, most: int = 80) -> str:
+    """A request as a line can show it: a long one is the reason it was skipped."""
+    return text if len(text) <= most else f"{text[: most - 1]}…"
 
 
 def _calibrate(args: argparse.Namespace) -> int:
@@ -128,7 +133,11 @@ def _calibrate(args: argparse.Namespace) -> int:
             read = f"{report['pairs']} pairs ({report['duplicates']} duplicates)"
         else:
             read = f"{report['requests']} requests in {report['groups']} groups, replayed at each setting"
-        print(f"{read}, {report['embedded_now']} texts embedded now")
+        exact_only = report["texts_exact_only"]
+        print(
+            f"{read}, {report['embedded_now']} texts embedded now; texts given exact matching "
+            f"only: {exact_only['verified']} where verified, {exact_only['plain_cosine']} at plain cosine"
+        )
         print(f"{'threshold':>9} {'verify':>6} {'served':>7} {'precision':>9} {'recall':>7}")
         for point in report["curve_chosen"]:
             print(

@@ -14,11 +14,12 @@ from inference.pair_conflicts import assess
 from inference.pair_data import LabelledFileError, read_pairs, read_workload
 from inference.pair_verifier import UNREAD_PAIR, VERIFIER_BASE_MODEL, load_verifier
 from storage.config import ConfigError, NamespaceSettings, Settings
-from storage.keying import semantic_skip_reasons
+from storage.input_length import cut_short
 from storage.keys import normalized_text
-from storage.languages import detect_languages, load_detector
+from storage.languages import load_detector
 from storage.lookalikes import Verify, unread_pairs
 from storage.replay import ReplayStores, WrongHit, replay_workload
+from storage.semantic_coverage import exact_only_texts, semantic_skip_reasons
 
 # A replay goes through the workload block by block once for each of the grid's settings,
 # comparing each block with every entry before it: its time grows with the square of the
@@ -90,8 +91,9 @@ def evaluate(
     elif verify is None:
         verify = verifier_for(settings)
     if namespace.semantic.enabled:
-        # Loaded before the replay, as the models are: its time is not the look-ups'.
+        # Loaded before the replay, as the models are: their time is not the look-ups'.
         load_detector()
+        cut_short(spec, [""])  # the embedding model's tokenizer, which counts lengths
     vetoes: Counter = Counter()
     cautions: Counter = Counter()
     with tempfile.TemporaryDirectory(prefix="infercache-evaluate-") as scratch:
@@ -346,16 +348,18 @@ def _pair_points(
     matrix, embedded_now = cache.embed(texts, embedder)
     cosine = pair_cosines(matrix, texts, [(p["a"], p["b"]) for p in pairs])
     duplicate = np.array([p["duplicate"] for p in pairs])
-    # The verifier only matters where some grid threshold could serve the pair.
-    scored = cosine >= min(COSINE_FLOOR, current.semantic.threshold)
-    scores = np.zeros(len(pairs), dtype=np.float32)
-    scores[scored] = verify([(p["a"], p["b"]) for p, s in zip(pairs, scored, strict=True) if s])
-    # A pair with a text the pipeline gives exact matching only is never served semantically.
-    exact_only = _exact_only_texts(texts, texts, settings, current)
+    # A pair with a text the pipeline gives exact matching only is never served semantically
+    # at settings of that kind (the verifier may read fewer languages than the embedding model).
+    exact_only = exact_only_texts(texts, settings, current)
+    keyed = [(normalized_text(p["a"]), normalized_text(p["b"])) for p in pairs]
     servable = {
-        verified: np.array([p["a"] not in skipped and p["b"] not in skipped for p in pairs], dtype=bool)
+        verified: np.array([a not in skipped and b not in skipped for a, b in keyed], dtype=bool)
         for verified, skipped in exact_only.items()
     }
+    # The verifier only matters where some grid threshold could serve the pair.
+    scored = (cosine >= min(COSINE_FLOOR, current.semantic.threshold)) & servable[True]
+    scores = np.zeros(len(pairs), dtype=np.float32)
+    scores[scored] = verify([(p["a"], p["b"]) for p, s in zip(pairs, scored, strict=True) if s])
     labels: dict[frozenset, set] = {}
     for pair in pairs:
         # Keyed as the exact cache keys texts, so one pair typed two ways is one pair.
@@ -369,9 +373,9 @@ def _pair_points(
         "pairs_labelled_both_ways": sum(len(seen) > 1 for seen in labels.values()),
         "texts": len(texts),
         "embedded_now": embedded_now,
-        # Texts given exact matching only where the chosen settings verify (their language,
-        # their length): pairs with one of them are never served.
-        "texts_exact_only": len(exact_only[True]),
+        # Texts given exact matching only (their language, their length) at settings that
+        # verify and at plain cosine settings: a pair with one of them is not served there.
+        "texts_exact_only": _counted(exact_only),
     }
     return operating_points(cosine, scores, duplicate, servable), counts
 
@@ -383,34 +387,21 @@ def _workload_points(
     from storage.calibration import replay_points
 
     texts = [row["text"] for row in rows]
-    first_wording = {normalized_text(text): text for text in reversed(texts)}
     distinct = list(dict.fromkeys(normalized_text(text) for text in texts))
     matrix, embedded_now = cache.embed(distinct, embedder)
-    exact_only = _exact_only_texts(distinct, [first_wording[key] for key in distinct], settings, current)
+    exact_only = exact_only_texts(texts, settings, current)
     points = replay_points(texts, [row["group"] for row in rows], matrix, verify, exact_only=exact_only)
     counts = {
         "requests": len(rows),
         "groups": len({row["group"] for row in rows}),
         "texts": len(distinct),
         "embedded_now": embedded_now,
-        # Distinct texts given exact matching only where the chosen settings verify (as evaluate
-        # gives them: their language, their length); never served semantically, never serving.
-        "texts_exact_only": len(exact_only[True]),
+        # Distinct texts given exact matching only (as evaluate gives them: their language,
+        # their length) at settings that verify and at plain cosine settings.
+        "texts_exact_only": _counted(exact_only),
     }
     return points, counts
 
 
-def _exact_only_texts(
-    keys: list[str], wordings: list[str], settings: Settings, current: NamespaceSettings
-) -> dict[bool, set[str]]:
-    """The keys whose wording the pipeline's keying would give exact matching only, were the
-    namespace to reuse semantically with verification (True) and without (False)."""
-    detected = detect_languages(wordings)  # once for both: the slow part (~40 s for 137k texts)
-    exact_only = {}
-    for verified in (False, True):
-        namespace = dataclasses.replace(
-            current, semantic=dataclasses.replace(current.semantic, enabled=True, verify=verified)
-        )
-        reasons = semantic_skip_reasons(wordings, [namespace] * len(wordings), settings, detected)
-        exact_only[verified] = {key for key, reason in zip(keys, reasons, strict=True) if reason is not None}
-    return exact_only
+def _counted(exact_only: dict[bool, set[str]]) -> dict[str, int]:
+    return {"verified": len(exact_only[True]), "plain_cosine": len(exact_only[False])}

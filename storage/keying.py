@@ -7,7 +7,6 @@ import json
 import polars as pl
 
 from storage.config import Settings
-from storage.input_length import cut_short, reading_limit
 from storage.keys import (
     RequestIdentity,
     cache_key,
@@ -15,7 +14,7 @@ from storage.keys import (
     canonical_request,
     semantic_scope,
 )
-from storage.languages import Detection, coverage_gap, detect_languages
+from storage.semantic_coverage import semantic_skip_reasons
 
 
 def effective_params(params: dict, backend: str, labels: tuple[str, ...]) -> dict:
@@ -24,55 +23,6 @@ def effective_params(params: dict, backend: str, labels: tuple[str, ...]) -> dic
     if backend == "zero_shot_classifier" and "labels" not in params:
         return {**params, "labels": list(labels)}
     return params
-
-
-def _cut_short_by_embedding_model(texts: list[str], namespaces: list, settings: Settings) -> list[bool]:
-    """For each text, whether its namespace's embedding model would embed only part of it
-    (storage/input_length.py); only where semantic reuse is on."""
-    too_long = [False] * len(texts)
-    rows_by_model: dict[str, list[int]] = {}
-    for row, namespace in enumerate(namespaces):
-        if namespace.semantic.enabled:
-            rows_by_model.setdefault(namespace.semantic.embedding_model, []).append(row)
-    for model, rows in rows_by_model.items():
-        verdicts = cut_short(settings.embedding_model(model), [texts[r] for r in rows])
-        for row, long_text in zip(rows, verdicts, strict=True):
-            too_long[row] = long_text
-    return too_long
-
-
-def semantic_skip_reasons(
-    texts: list[str], namespaces: list, settings: Settings, detected: list[Detection] | None = None
-) -> list[str | None]:
-    """For each text under its namespace, why semantic reuse is off for it (None: it is on).
-
-    Semantic reuse switches itself off for text its embedding model does not cover (script
-    or language), for text longer than that model reads, and, where answers are verified,
-    for text the pair verifier does not cover: exact matching still applies to all of it.
-    The pipeline keys requests with it and `evaluate` replays with it, so both decide alike.
-    `detected`: the texts' languages (detect_languages), where the caller has them already.
-    """
-    if detected is None:
-        # Languages only where semantic reuse could apply (the detector costs ~7 s to load).
-        detected = detect_languages(
-            [text if ns.semantic.enabled else "" for text, ns in zip(texts, namespaces, strict=True)]
-        )
-    too_long = _cut_short_by_embedding_model(texts, namespaces, settings)
-    reasons: list[str | None] = []
-    for text, namespace, language, long_text in zip(texts, namespaces, detected, too_long, strict=True):
-        if not namespace.semantic.enabled:
-            reasons.append("semantic reuse is off for this namespace")
-            continue
-        embedder = settings.embedding_model(namespace.semantic.embedding_model)
-        reason = coverage_gap(text, embedder.name, embedder.languages, language)
-        if reason is None and long_text:
-            limit = reading_limit(embedder)
-            reason = f"longer than {embedder.name} reads ({limit} word pieces): exact matching only"
-        if reason is None and namespace.semantic.verify:
-            # An answer is reused only after verification, and the verifier must read the text.
-            reason = coverage_gap(text, "the pair verifier", settings.verifier_languages, language)
-        reasons.append(reason)
-    return reasons
 
 
 def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:

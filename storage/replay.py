@@ -209,7 +209,8 @@ def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
     stored_answer = dict(zip(exact["request_id"], exact["answer_json"], strict=True))
     stored = [bool(stored_answer[request_id]) for request_id in requests["request_id"]]
     unique_rows = rows_to_resolve(keys, stored)
-    semantic_rows = _semantic_rows(replay, block, unique_rows) if semantic.enabled else []
+    semantic_rows, skipped = _split_off_skipped(replay, block, unique_rows) if semantic.enabled else ([], [])
+    replay.skipped += skipped
     resolutions = {}
     if semantic_rows:
         texts = [block[i]["text"] for i in semantic_rows]
@@ -282,16 +283,21 @@ def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
             )
 
 
-def _semantic_rows(replay: _Replay, block: list[dict], unique_rows: list[int]) -> list[int]:
-    """The rows to look up semantically: those the pipeline would not give exact matching
-    only. The others are kept, with their reason, for the report."""
+def _split_off_skipped(
+    replay: _Replay, block: list[dict], unique_rows: list[int]
+) -> tuple[list[int], list[SkippedRequest]]:
+    """The rows to look up semantically (those the pipeline would not give exact matching
+    only), and the others with their reasons, for the report."""
     if replay.skip_reasons is None or not unique_rows:
-        return unique_rows
+        return unique_rows, []
     reasons = replay.skip_reasons([block[i]["text"] for i in unique_rows])
-    for i, reason in zip(unique_rows, reasons, strict=True):
-        if reason is not None:
-            replay.skipped.append(SkippedRequest(block[i]["text"], reason))
-    return [i for i, reason in zip(unique_rows, reasons, strict=True) if reason is None]
+    looked_up = [i for i, reason in zip(unique_rows, reasons, strict=True) if reason is None]
+    skipped = [
+        SkippedRequest(block[i]["text"], reason)
+        for i, reason in zip(unique_rows, reasons, strict=True)
+        if reason is not None
+    ]
+    return looked_up, skipped
 
 
 def _first_rows(keys: list) -> dict:
@@ -303,8 +309,9 @@ def _first_rows(keys: list) -> dict:
 
 
 def rows_to_resolve(keys: list, stored: list[bool]) -> list[int]:
-    """The rows of a block that are looked up semantically: each distinct key once, at its
-    first row, unless the store already holds it (an exact hit)."""
+    """The rows of a block that miss the exact store: each distinct key once, at its first
+    row, unless the store already holds it (an exact hit). They are looked up semantically
+    unless the pipeline would give their text exact matching only."""
     first_row = _first_rows(keys)
     return [i for i, key in enumerate(keys) if first_row[key] == i and not stored[i]]
 
@@ -321,7 +328,8 @@ def count_block(
 ) -> list[int]:
     """Count one block's rows as a one-by-one replay would, and return the rows it inserts.
 
-    `resolutions` holds the look-up of each row of rows_to_resolve; a later copy of a key
+    `resolutions` holds the semantic look-up of each row of rows_to_resolve that had one (a
+    row without one, exact matching only, misses and inserts); a later copy of a key
     in the block follows its first row (an exact hit where that row inserted, the same
     semantic hit where it was served). Where `wrong` is a list, each wrong semantic hit
     is appended to it as (row, the row whose look-up served it).

@@ -109,6 +109,34 @@ def test_evaluate_gives_exact_matching_only_where_the_pipeline_would(tmp_path):
     assert report["recall_denominator"] == 3 and report["right_semantic_hits"] == 1
 
 
+def test_evaluate_skips_by_the_models_its_settings_name(tmp_path):
+    """A multilingual embedding model covers Chinese and French, but the verifier reads
+    English only: verified, both get exact matching only; unverified, neither does."""
+    rows = [
+        {"text": "我怎么重置密码？", "group": "reset"},
+        {"text": "Comment puis-je réinitialiser mon mot de passe ?", "group": "reset"},
+    ]
+    args = ("evaluate", "--workload", str(_workload(tmp_path, rows)), "--model", "multilingual-e5-small")
+    verified = _cli(tmp_path, *args)
+    assert verified["semantic_skipped"] == 2
+    assert all("the pair verifier covers en" in e["reason"] for e in verified["semantic_skipped_examples"])
+    assert _cli(tmp_path, *args, "--no-verify")["semantic_skipped"] == 0
+    # Read by a person: one line a skipped request, a long one shortened.
+    long_text = "The payment service returned errors this morning. " * 40
+    shown = subprocess.run(
+        [sys.executable, "-m", "orchestration.cli", "evaluate", "--workload"]
+        + [str(_workload(tmp_path, [{"text": long_text, "group": "long"}])), "--no-verify"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "INFERCACHE_HOME": str(tmp_path)},
+        timeout=600,
+        check=True,
+    ).stdout
+    (line,) = [line for line in shown.splitlines() if line.startswith("exact only: ")]
+    assert "longer than all-MiniLM-L6-v2 reads (256 word pieces)" in line and len(line) < 250
+    assert "semantic_skipped  1" in shown
+
+
 def test_evaluate_warns_in_its_json_too_of_a_namespace_without_settings(tmp_path):
     """A script that reads only stdout must see it as well as a person reading stderr."""
     workload = _workload(tmp_path, [{"text": "How do I reset my password?", "group": "reset"}])
@@ -216,7 +244,8 @@ def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path)
         for i in range(30)
     ]
     # Text the embedding model does not read is never served semantically: a miss at every setting.
-    rows.append({"a": "我怎么重置密码？", "b": "如何重置我的密码？", "duplicate": True})
+    # (Two wordings that differ by a question mark: plain cosine would serve them at any threshold.)
+    rows.append({"a": "我怎么重置密码？", "b": "我怎么重置密码?", "duplicate": True})
     pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
     args = (
         "calibrate",
@@ -230,9 +259,10 @@ def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path)
         "0.05",
     )
     first = _cli(tmp_path, *args)
-    assert first["pairs"] == 61 and first["embedded_now"] == 122 and first["texts_exact_only"] == 2
+    assert first["pairs"] == 61 and first["embedded_now"] == 122
+    assert first["texts_exact_only"] == {"verified": 2, "plain_cosine": 2}
     assert first["chosen"] is not None and first["chosen"]["precision"] >= 0.95
-    assert first["chosen"]["recall"] <= 30 / 31
+    assert max(point["recall"] for point in first["curve_plain_cosine"]) <= 30 / 31
     written = Path(first["written_to"])
     assert written.is_relative_to(tmp_path)
     from storage.config import load_settings
@@ -272,12 +302,22 @@ def test_calibrate_from_a_workload_replays_it_and_writes_what_it_chose(tmp_path)
     rows = [{"text": t, "group": f"g{i}"} for i, t in enumerate(asks)]
     rows += [{"text": t, "group": f"g{i}"} for i, t in enumerate(rewordings)]
     # Text the embedding model does not read is replayed as evaluate replays it: exact only.
-    rows += [{"text": "我怎么重置账户密码？", "group": "g0"}, {"text": "如何重置账户密码？", "group": "g0"}]
+    rows += [{"text": "我怎么重置账户密码？", "group": "g0"}, {"text": "我怎么重置账户密码?", "group": "g0"}]
     workload = _workload(tmp_path, rows)
     args = ("calibrate", "--workload", str(workload), "--tenant", "acme", "--namespace", "faq")
     first = _cli(tmp_path, *args, "--max-wrong-rate", "0.05")
     assert first["read_as"] == "workload replay" and first["requests"] == 62 and first["groups"] == 30
-    assert first["embedded_now"] == 62 and first["texts_exact_only"] == 2
+    assert first["embedded_now"] == 62
+    assert first["texts_exact_only"] == {"verified": 2, "plain_cosine": 2}
+    # Its counts are evaluate's: the second Chinese wording (cosine 0.93 to the first) is
+    # served by neither.
+    (at_090,) = [p for p in first["curve_plain_cosine"] if p["threshold"] == 0.9]
+    evaluated = _cli(tmp_path, "evaluate", "--workload", str(workload), "--no-verify", "--threshold", "0.9")
+    assert evaluated["semantic_skipped"] == 2
+    assert (at_090["served"], at_090["right"]) == (
+        evaluated["semantic_hits"],
+        evaluated["right_semantic_hits"],
+    )
     chosen = first["chosen"]
     assert chosen is not None and chosen["precision"] >= 0.95 and chosen["served"] >= 20
     from storage.config import load_settings

@@ -113,7 +113,7 @@ def test_requests_the_pipeline_gives_exact_matching_only_get_it_in_a_replay_too(
     """evaluate replays the pipeline's look-up path: text the embedding model does not read
     (another script, past its 256 word pieces) is matched exactly only, as keying does, so
     a replay cannot count a semantic hit the pipeline would never make."""
-    from storage.keying import semantic_skip_reasons
+    from storage.semantic_coverage import semantic_skip_reasons
 
     report = "The payment service returned errors to some customers this morning. " * 30
     rows = [
