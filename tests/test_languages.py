@@ -1,10 +1,15 @@
 """Semantic reuse switches itself off for text the embedding model does not cover."""
 
+import dataclasses
 import json
 
+import pytest
+
+from storage.config import ConfigError
 from storage.keying import key_requests
 from storage.landing import read_landing
 from storage.languages import coverage_gap, detect_languages, uncovered_scripts
+from storage.semantic_coverage import SEMANTIC_OFF, semantic_skip_reasons
 
 
 def test_english_is_covered_by_an_english_model():
@@ -119,3 +124,13 @@ def test_multilingual_e5_separates_chinese_paraphrases_from_unrelated_text():
     assert vectors.shape == (3, 384)
     paraphrase, unrelated = float(vectors[0] @ vectors[1]), float(vectors[0] @ vectors[2])
     assert paraphrase > unrelated + 0.05
+
+
+def test_an_unknown_embedding_model_is_refused_even_where_semantic_reuse_is_off(settings):
+    """Found at keying, before the partition's model calls, not when its answers are written."""
+    default = settings.namespace("default")
+    off = dataclasses.replace(default, semantic=dataclasses.replace(default.semantic, enabled=False))
+    assert semantic_skip_reasons(["How do I reset my password?"], [off], settings) == [SEMANTIC_OFF]
+    misspelt = dataclasses.replace(off, semantic=dataclasses.replace(off.semantic, embedding_model="nope"))
+    with pytest.raises(ConfigError, match="unknown embedding model 'nope'"):
+        semantic_skip_reasons(["How do I reset my password?"], [misspelt], settings)
