@@ -138,31 +138,36 @@ def test_the_replay_counts_across_blocks_match_the_stores_replay(tmp_path):
         return np.array([d[0] / 255 for d in digests], dtype=np.float32)
 
     texts = [r["text"] for r in rows]
-    points = replay_points(
-        texts,
-        [r["group"] for r in rows],
-        embed(list(dict.fromkeys(texts))),
-        made_up_verifier,
-        (0.8,),
-        (None, 0.5),
-    )
     default = load_settings(home=tmp_path).namespace("default")
-    for point in points:
+
+    def points_replayed(exact_only=None):
+        vectors = embed(list(dict.fromkeys(texts)))
+        groups = [r["group"] for r in rows]
+        return replay_points(
+            texts, groups, vectors, made_up_verifier, (0.8,), (None, 0.5), exact_only=exact_only
+        )
+
+    def stores_replay(point, name, skip_reasons=None):
         semantic = dataclasses.replace(
             default.semantic,
             threshold=point.threshold,
             verify=point.verify_threshold is not None,
             verify_threshold=point.verify_threshold or 0.0,
         )
-        folder = tmp_path / f"stores-{point.verify_threshold}"
-        report = replay_workload(
+        folder = tmp_path / f"{name}-{point.verify_threshold}"
+        return replay_workload(
             rows,
             dataclasses.replace(default, semantic=semantic),
             ReplayStores(folder / "cache.duckdb", folder / "lance"),
             embed,
             16,
             made_up_verifier if point.verify_threshold is not None else None,
+            skip_reasons=skip_reasons,
         )
+
+    points = points_replayed()
+    for point in points:
+        report = stores_replay(point, "stores")
         assert report["semantic_hits"] > 50
         assert (point.served, point.right) == (report["semantic_hits"], report["right_semantic_hits"])
         assert point.recall == pytest.approx(report["recall"])
@@ -179,34 +184,10 @@ def test_the_replay_counts_across_blocks_match_the_stores_replay(tmp_path):
 
         return skip_reasons
 
-    skipping_points = replay_points(
-        texts,
-        [r["group"] for r in rows],
-        embed(list(dict.fromkeys(texts))),
-        made_up_verifier,
-        (0.8,),
-        (None, 0.5),
-        exact_only={False: plain_skipped, True: verified_skipped},
-    )
+    skipping_points = points_replayed({False: plain_skipped, True: verified_skipped})
     for point, unskipped in zip(skipping_points, points, strict=True):
-        semantic = dataclasses.replace(
-            default.semantic,
-            threshold=point.threshold,
-            verify=point.verify_threshold is not None,
-            verify_threshold=point.verify_threshold or 0.0,
-        )
-        folder = tmp_path / f"skipping-{point.verify_threshold}"
-        report = replay_workload(
-            rows,
-            dataclasses.replace(default, semantic=semantic),
-            ReplayStores(folder / "cache.duckdb", folder / "lance"),
-            embed,
-            16,
-            made_up_verifier if point.verify_threshold is not None else None,
-            skip_reasons=skip_reasons_for(
-                verified_skipped if point.verify_threshold is not None else plain_skipped
-            ),
-        )
+        skipped = verified_skipped if point.verify_threshold is not None else plain_skipped
+        report = stores_replay(point, "skipping", skip_reasons_for(skipped))
         assert report["semantic_skipped"] > 0 and point.served < unskipped.served
         assert (point.served, point.right) == (report["semantic_hits"], report["right_semantic_hits"])
         assert point.recall == pytest.approx(report["recall"])
