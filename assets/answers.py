@@ -11,10 +11,10 @@ from inference.miss_runner import answer_misses
 from inference.pair_verifier import verifier_counts
 from orchestration.resources import InferCacheResource
 from storage.eviction import enforce_capacity
-from storage.exact_store import open_store, replace_partition
+from storage.exact_store import open_store, replace_partition, sweep_expired
 from storage.lookalikes import fold_lookalike_misses
 from storage.pair_scores import forget_unused
-from storage.write_back import commit_entries, new_entries
+from storage.write_back import commit_entries, keys_without_live_entry, new_entries
 from storage.wrong_answers import blocked_within, reports_against
 
 
@@ -88,6 +88,7 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
             evicted += enforce_capacity(
                 con, tenant, namespace, scope.eviction, scope.max_entries, scope.max_bytes
             )
+        expired = sweep_expired(con, now)
         pair_scores_forgotten = forget_unused(con, now)
         vectors = con.sql(
             """
@@ -109,17 +110,27 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
             ).fetchall()
         ]
     with_vectors = entries.join(vectors, on="key", how="inner")
-    indexed = 0
+    indexed = not_indexed = removed = 0
     for name in embedding_models:
         group = with_vectors.filter(pl.col("embedding_model") == name)
         index = infercache.semantic_index(name)
-        index.add(group, np.asarray(group["vector"].to_list(), dtype=np.float32), partition)
-        index.delete_keys(evicted)
-        indexed += group.height
+        added = index.add(group, np.asarray(group["vector"].to_list(), dtype=np.float32), partition)
+        indexed, not_indexed = indexed + added, not_indexed + group.height - added
+        # After the add: what this write-back evicted, what expired, and what an earlier
+        # write-back that stopped between the two stores left behind.
+        with open_store(infercache.locations.duckdb_path) as con:
+            dead = keys_without_live_entry(con, index.keys(), now)
+        index.delete_keys(dead)
+        removed += len(dead)
+    if not_indexed:
+        context.log.warning(f"{not_indexed} answers not indexed: their vectors hold NaN or infinity")
     return dg.MaterializeResult(
         metadata={
             "entries_written": written,
+            "entries_expired": expired,
             "vectors_indexed": indexed,
+            "vectors_not_indexed": not_indexed,
+            "vectors_removed": removed,
             "entries_evicted": len(evicted),
             "pair_scores_forgotten": pair_scores_forgotten,
             "bytes_written": int(entries["size_bytes"].sum()) if entries.height else 0,

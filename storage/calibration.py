@@ -230,9 +230,10 @@ def _replay_counts(
         if entry_rows and semantic_rows:
             similarities = block_vectors @ vectors[entry_rows].T
             for query, columns in enumerate(nearest_columns(similarities, CANDIDATES_PER_QUERY)):
+                # The most similar first, as the look-up path orders its candidates.
                 externals[query] = [
                     External(distinct[entry_rows[c]], float(similarities[query, c]), entry_groups[c])
-                    for c in columns
+                    for c in sorted(columns.tolist(), key=lambda c: -similarities[query, c])
                 ]
         resolved = resolve_lookalikes(
             block_vectors,

@@ -78,41 +78,54 @@ class SemanticIndex:
         )
         self._scope_cache: OrderedDict[tuple, ScopeMatrix] = OrderedDict()
 
-    def add(self, rows: pl.DataFrame, vectors: np.ndarray, partition: str | None) -> None:
+    def add(self, rows: pl.DataFrame, vectors: np.ndarray, partition: str | None) -> int:
         """Add vectors for committed entries (key, semantic_scope, tenant, namespace, model,
-        model_version); a re-run of `partition` first removes what it added before."""
+        model_version); a re-run of `partition` first removes what it added before, and a key
+        written again replaces its earlier vector (one vector a key, as one entry a key).
+        A vector with NaN or infinity is not indexed (LanceDB refuses it, and it would match
+        nothing): returns how many were."""
         if partition is not None:
             self._table.delete(f"source_partition = {literal(partition)}")
         if not rows.height:
-            return
+            return 0
+        self.delete_keys(rows["key"].to_list())
+        vectors = vectors.astype(np.float32)
+        finite = np.isfinite(vectors).all(axis=1)
+        rows, vectors = rows.filter(pl.Series(finite)), vectors[finite]
+        if not rows.height:
+            return 0
         table = (
             rows.select("key", "semantic_scope", "tenant", "namespace", "model", "model_version")
             .with_columns(pl.lit(partition, dtype=pl.String).alias("source_partition"))
             .to_arrow()
         )
         table = table.append_column(
-            "vector",
-            pa.array(vectors.astype(np.float32).tolist(), type=vector_field(self.dimension).type),
+            "vector", pa.array(vectors.tolist(), type=vector_field(self.dimension).type)
         )
         self._table.add(table.cast(self._table.schema))
         self._maintain_indices()
+        return rows.height
+
+    def keys(self) -> pa.Table:
+        """Every indexed key (one column, `key`): write-back compares them with the live entries."""
+        return self._table.search().select(["key"]).limit(None).to_arrow()
 
     def _maintain_indices(self) -> None:
         """Build indices once the table is large enough for them to pay, and refresh them
-        (optimize folds new rows in) when a tenth of the rows is not yet indexed."""
+        when a tenth of the rows is not yet in one of them: optimize folds new rows into
+        every index (the scope index too, else later rows are scanned without it) and
+        compacts the fragments that adds and deletes leave."""
         rows = self._table.count_rows()
         indices = {tuple(index.columns): index for index in self._table.list_indices()}
         if rows >= SCOPE_INDEX_MIN_ROWS and ("semantic_scope",) not in indices:
             self._table.create_index("semantic_scope", config=BTree())
-        if rows >= self.ann_min_scope_rows:
-            vector_index = indices.get(("vector",))
-            if vector_index is None:
-                partitions = max(1, int(math.sqrt(rows) / 4))
-                self._table.create_index(
-                    "vector", config=IvfHnswSq(distance_type="cosine", num_partitions=partitions)
-                )
-            elif vector_index.num_unindexed_rows > rows // 10:
-                self._table.optimize()
+        if rows >= self.ann_min_scope_rows and ("vector",) not in indices:
+            partitions = max(1, int(math.sqrt(rows) / 4))
+            self._table.create_index(
+                "vector", config=IvfHnswSq(distance_type="cosine", num_partitions=partitions)
+            )
+        elif any(index.num_unindexed_rows > rows // 10 for index in indices.values()):
+            self._table.optimize()
 
     def search(
         self,
@@ -174,18 +187,27 @@ class SemanticIndex:
             .where(condition, prefilter=True)
             .limit(limit)
             .ef(ANN_EF)
-            .select(["key", "_distance"])
+            .select(["key", "vector"])
             .to_arrow()
         )
         query_index = (
-            result["query_index"].to_pylist()
+            np.asarray(result["query_index"].to_pylist())
             if "query_index" in result.column_names
-            else [0] * result.num_rows
+            else np.zeros(result.num_rows, dtype=int)
         )
+        if not result.num_rows:
+            return []
+        # The index only finds the candidates; each is re-scored exactly. Its `_distance`
+        # is not one scale: on a fully indexed table it read 2(1 - cosine), with rows not
+        # yet indexed 1 - cosine.
+        found = result["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        found = found.reshape(-1, self.dimension).astype(np.float32, copy=False)
+        queries = vectors[np.asarray(rows)[query_index]].astype(np.float32, copy=False)
+        similarities = np.einsum("ij,ij->i", queries, found)
         return [
-            Neighbour(rows[q], key, 1.0 - float(distance))
-            for q, key, distance in zip(
-                query_index, result["key"].to_pylist(), result["_distance"].to_pylist(), strict=True
+            Neighbour(rows[q], key, float(similarity))
+            for q, key, similarity in zip(
+                query_index.tolist(), result["key"].to_pylist(), similarities, strict=True
             )
         ]
 

@@ -22,8 +22,13 @@ import polars as pl
 
 from storage.exact_store import committed_live_keys
 from storage.lookalikes import External, Verify, resolve_lookalikes
-from storage.semantic_index import SemanticIndex
+from storage.semantic_index import CANDIDATES_PER_QUERY, SemanticIndex
 from storage.wrong_answers import without_reported
+
+# How many neighbours a query asks the index for, of which the first CANDIDATES_PER_QUERY
+# live ones are kept: vectors of entries that expired since the last write-back, or were
+# removed without their vector, are skipped rather than let crowd out live entries.
+SEARCH_DEPTH = 4 * CANDIDATES_PER_QUERY
 
 RESULT_SCHEMA = {
     "request_id": pl.String,
@@ -47,26 +52,31 @@ def cached_candidates(
     now: datetime,
     before_partition: str | None = None,
 ) -> list[list[External]]:
-    """For each request row, the committed, live, same-context entries near it (any similarity).
+    """For each request row, the committed, live, same-context entries nearest it (any
+    similarity), at most CANDIDATES_PER_QUERY, the most similar first (ties by key, so that
+    the order the vectors were written in decides nothing).
 
+    The index is asked for more than that: a vector whose entry expired or was removed since
+    the last write-back would otherwise take the place of a live entry further down.
     External.ref is (key, answer_json).
     """
     neighbours = index.search(
-        requests["semantic_scope"].to_list(), vectors, before_partition=before_partition
+        requests["semantic_scope"].to_list(), vectors, before_partition=before_partition, limit=SEARCH_DEPTH
     )
     live = committed_live_keys(con, [n.key for n in neighbours], now, before_partition=before_partition)
     entries = {row["key"]: row for row in live.iter_rows(named=True)}
     contexts = [_context(c) for c in requests["canonical_request"].to_list()]
     found: list[list[External]] = [[] for _ in range(requests.height)]
-    for neighbour in neighbours:
+    for neighbour in sorted(neighbours, key=lambda n: (n.query_row, -n.similarity, n.key)):
         entry = entries.get(neighbour.key)
         if entry is None:
             continue  # a vector whose entry is not committed (or expired) is never served
         if _context(entry["canonical_request"]) != contexts[neighbour.query_row]:
             continue
-        found[neighbour.query_row].append(
-            External(entry["input_text"], neighbour.similarity, (entry["key"], entry["answer_json"]))
-        )
+        if len(found[neighbour.query_row]) < CANDIDATES_PER_QUERY:
+            found[neighbour.query_row].append(
+                External(entry["input_text"], neighbour.similarity, (entry["key"], entry["answer_json"]))
+            )
     return found
 
 

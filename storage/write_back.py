@@ -10,6 +10,7 @@ from datetime import datetime
 
 import duckdb
 import polars as pl
+import pyarrow as pa
 
 from storage.exact_store import write_entries
 
@@ -73,3 +74,24 @@ def commit_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame, partit
         "source_partition",
     ]
     return write_entries(con, entries.select(columns), partition)
+
+
+def keys_without_live_entry(
+    con: duckdb.DuckDBPyConnection, indexed_keys: pa.Table, now: datetime
+) -> list[bytes]:
+    """Indexed keys whose entry is gone or expired: evicted, cleared, replaced by a re-run,
+    or left behind by a write-back that stopped between the two stores. Their vectors can
+    never be served, and would take search places from live ones."""
+    con.register("indexed_keys", indexed_keys.select(["key"]))
+    try:
+        rows = con.execute(
+            """
+            SELECT key FROM indexed_keys
+            EXCEPT
+            SELECT key FROM cache_entries WHERE expires_at > ?
+            """,
+            [now],
+        ).fetchall()
+    finally:
+        con.unregister("indexed_keys")
+    return [key for (key,) in rows]

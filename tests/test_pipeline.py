@@ -4,6 +4,7 @@ import json
 
 import dagster as dg
 import duckdb
+import numpy as np
 import polars as pl
 import pytest
 
@@ -311,6 +312,25 @@ def test_write_back_applies_each_tenant_namespace_own_capacity_and_ttl(tmp_path)
     ]
     assert write_back[0].materialization.metadata["entries_evicted"].value == 3
     # The evicted entries' vectors are gone too: one vector per stored entry.
+    index = resource.semantic_index("all-MiniLM-L6-v2")
+    assert index.count() == 3
+    # A vector left without its entry (a write-back that stopped between the two stores)
+    # is removed by the next write-back.
+    stray = pl.DataFrame(
+        {
+            "key": [b"stray"],
+            "semantic_scope": ["s"],
+            "tenant": ["acme"],
+            "namespace": ["demo-faq-answers"],
+            "model": ["tiny-llm"],
+            "model_version": ["1"],
+        },
+        schema_overrides={"key": pl.Binary},
+    )
+    index.add(stray, np.ones((1, index.dimension), dtype=np.float32), None)
+    again = _materialize(resource, DAY1, dg.DagsterInstance.ephemeral())
+    write_back = _metadata(again, "cache_write_back")
+    assert write_back["vectors_removed"] == write_back["entries_evicted"] + 1
     assert resource.semantic_index("all-MiniLM-L6-v2").count() == 3
 
 
