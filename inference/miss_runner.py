@@ -44,30 +44,23 @@ def answer_misses(
     makes it, path "model"; the rest are "folded"), and so are requests whose key
     `lookalike_leaders` maps to a look-alike's key. A failed call marks its
     requests "failed" with the error; nothing here raises for one bad request.
+    A look-alike's call failing says nothing of another input (it may be the longer
+    one, over the model's context): the requests folded into it make their own call.
     """
     if not misses.height:
         return pl.DataFrame(schema=OUTPUT_SCHEMA)
-    leader_of = lookalike_leaders or {}
     ordered = misses.sort("request_id")
-    callers = ordered.filter(~pl.col("key").is_in(list(leader_of))).unique(
-        subset="key", keep="first", maintain_order=True
-    )
-    results_by_key: dict[bytes, tuple[str | None, str | None, float, int]] = {}
-    for (model, version), group in callers.group_by(["model", "model_version"], maintain_order=True):
-        backend, limits = backend_for(model, version)
-        calls = [
-            ModelCall(prefix=row["prefix"], input=row["input"], params=json.loads(row["params_json"]))
-            for row in group.iter_rows(named=True)
-        ]
-        timed = run_calls(backend, calls, limits.max_batch_tokens, limits.max_batch_size)
-        for key, outcome in zip(group["key"].to_list(), timed, strict=True):
-            answer = outcome.result.answer
-            results_by_key[key] = (
-                answer_json(answer) if answer is not None else None,
-                outcome.result.error,
-                outcome.device_seconds,
-                outcome.batch_index,
-            )
+    leader_of = dict(lookalike_leaders or {})
+    first_of_key = ordered.unique(subset="key", keep="first", maintain_order=True)
+    callers = first_of_key.filter(~pl.col("key").is_in(list(leader_of)))
+    results_by_key = _run_keys(callers, backend_for)
+    on_their_own = [key for key, leader in leader_of.items() if results_by_key[leader][1] is not None]
+    if on_their_own:
+        retried = first_of_key.filter(pl.col("key").is_in(on_their_own))
+        results_by_key |= _run_keys(retried, backend_for)
+        callers = pl.concat([callers, retried])
+        for key in on_their_own:
+            del leader_of[key]
     caller_ids = set(callers["request_id"].to_list())
     rows = []
     for row in ordered.iter_rows(named=True):
@@ -90,3 +83,27 @@ def answer_misses(
             }
         )
     return pl.DataFrame(rows, schema=OUTPUT_SCHEMA, orient="row")
+
+
+def _run_keys(
+    callers: pl.DataFrame, backend_for: Callable[[str, str], tuple[Backend, BatchLimits]]
+) -> dict[bytes, tuple[str | None, str | None, float, int]]:
+    """One call per row (one row per key), batched per model: key -> (answer_json, error,
+    device seconds, batch index)."""
+    results: dict[bytes, tuple[str | None, str | None, float, int]] = {}
+    for (model, version), group in callers.group_by(["model", "model_version"], maintain_order=True):
+        backend, limits = backend_for(model, version)
+        calls = [
+            ModelCall(prefix=row["prefix"], input=row["input"], params=json.loads(row["params_json"]))
+            for row in group.iter_rows(named=True)
+        ]
+        timed = run_calls(backend, calls, limits.max_batch_tokens, limits.max_batch_size)
+        for key, outcome in zip(group["key"].to_list(), timed, strict=True):
+            answer = outcome.result.answer
+            results[key] = (
+                answer_json(answer) if answer is not None else None,
+                outcome.result.error,
+                outcome.device_seconds,
+                outcome.batch_index,
+            )
+    return results

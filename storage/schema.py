@@ -209,13 +209,17 @@ VIEWS: dict[str, str] = {
         FROM served
         LEFT JOIN audited USING (partition, tenant, namespace)
     """,
-    # Per partition, the requests answered by another request (semantic or folded, or
-    # recomputed since a report) and those reported wrong (by a reviewer or the audit, not
-    # withdrawn): a floor under the wrong-answer rate.
+    # Per partition, the requests answered by another request (semantic, or folded into a
+    # look-alike's call, or recomputed since a report) and those reported wrong (by a
+    # reviewer or the audit, not withdrawn): a floor under the wrong-answer rate. A request
+    # folded into an identical one's call got the model's own answer to its own input.
     "reported_wrong_rates": """
         SELECT o.partition, o.tenant, o.namespace,
-               count(*) FILTER (o.path IN ('semantic', 'folded') OR r.request_id IS NOT NULL)
-                   AS answered_by_another,
+               count(*) FILTER (
+                   o.path = 'semantic'
+                   OR (o.path = 'folded' AND o.served_key IS DISTINCT FROM o.key)
+                   OR r.request_id IS NOT NULL
+               ) AS answered_by_another,
                count(r.request_id) AS reported_wrong,
                reported_wrong / nullif(answered_by_another, 0) AS reported_wrong_rate
         FROM request_outcomes o

@@ -148,3 +148,32 @@ def test_identical_keys_fold_into_one_call_and_failures_are_per_key():
     assert out["device_seconds"][1] == 0.0
     assert out["error"][3] == "refused"
     assert backend.batch_sizes == [3]
+
+
+def test_a_lookalike_whose_leader_fails_makes_its_own_call(tiny_lm):
+    """The real tiny LM: the leader's input is over its context, its look-alike's is not.
+    The look-alike (and its identical repeat) are answered by their own call, not failed
+    with another input's error; the leader's identical repeat still fails with it."""
+    long_input = "how do I reset my password " * 400
+    misses = pl.DataFrame(
+        {
+            "request_id": ["a", "b", "c", "d"],
+            "key": [b"long", b"long", b"short", b"short"],
+            "model": ["tiny-llm"] * 4,
+            "model_version": ["1"] * 4,
+            "params_json": ['{"max_new_tokens": 2}'] * 4,
+            "prefix": [""] * 4,
+            "input": [long_input, long_input, "how do I reset my password", "how do I reset my password"],
+        }
+    )
+    out = answer_misses(misses, lambda model, version: (tiny_lm, BatchLimits()), {b"short": b"long"})
+    assert out["path"].to_list() == ["failed", "failed", "model", "folded"]
+    assert out["served_key"].to_list() == [None, None, None, b"short"]
+    assert "context" in out["error"][0] and out["error"][2] is None
+    assert out["answer_json"][3] == out["answer_json"][2] is not None
+    assert out["device_seconds"][2] > 0 and out["device_seconds"][3] == 0.0
+    # Where the leader answers, the look-alike is still folded into it.
+    fine = misses.with_columns(input=pl.col("input").str.slice(0, 30))
+    folded = answer_misses(fine, lambda model, version: (tiny_lm, BatchLimits()), {b"short": b"long"})
+    assert folded["path"].to_list() == ["model", "folded", "folded", "folded"]
+    assert folded["served_key"].to_list() == [None, b"long", b"long", b"long"]

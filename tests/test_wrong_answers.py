@@ -144,15 +144,30 @@ def _report(*args):
 def test_a_reported_folded_answer_is_recomputed_and_never_folded_either_way_again(home, flow, capsys):
     day1, day2 = "2026-03-01", "2026-03-02"
     steps = "order cancellation steps"
-    flow(day1, [_cancel("a-1", ORDER), _cancel("a-2", SUBSCRIPTION), _cancel("a-3", steps)])
+    # a-4 repeats a-1 word for word: folded into its call, yet given the model's own answer
+    # to its own input, so no report can count against it.
+    flow(
+        day1,
+        [_cancel("a-1", ORDER), _cancel("a-2", SUBSCRIPTION), _cancel("a-3", steps), _cancel("a-4", ORDER)],
+    )
     order = _key(home, "a-1")
-    folded = {"a-1": ("model", None), "a-2": ("folded", order), "a-3": ("folded", order)}
+    folded = {
+        "a-1": ("model", None),
+        "a-2": ("folded", order),
+        "a-3": ("folded", order),
+        "a-4": ("folded", order),
+    }
     assert _outcomes(home, day1) == folded
 
     assert _report(day1, "--request-id", "a-2", "--note", "another product") == 0
     assert "recompute the partition's answers with" in capsys.readouterr().out
     flow(day1)
-    assert _outcomes(home, day1) == {"a-1": ("model", None), "a-2": ("model", None), "a-3": ("folded", order)}
+    assert _outcomes(home, day1) == {
+        "a-1": ("model", None),
+        "a-2": ("model", None),
+        "a-3": ("folded", order),
+        "a-4": ("folded", order),
+    }
     rates = _query(home, "SELECT * FROM reported_wrong_rates WHERE partition = ?", [day1])
     assert rates.select("answered_by_another", "reported_wrong", "reported_wrong_rate").row(0) == (2, 1, 0.5)
 
