@@ -9,7 +9,7 @@ import lancedb
 import numpy as np
 import pyarrow as pa
 
-from storage.keys import text_hash
+from storage.keys import normalized_text, text_hash
 from storage.lance_tables import literal, open_table, table_name, vector_field
 
 # LanceDB filters are strings; keep each IN list to a size the planner handles well.
@@ -67,7 +67,10 @@ class EmbeddingCache:
         """
         hashes = [text_hash(t) for t in texts]
         cached = self.get(hashes)
-        missing = {h: t for h, t in zip(hashes, texts, strict=True) if h not in cached}
+        # The text embedded is the one the key is made of (NFC): two spellings of one key
+        # must not leave the vector of whichever came first (models that do not normalise
+        # read them apart).
+        missing = {h: normalized_text(t) for h, t in zip(hashes, texts, strict=True) if h not in cached}
         if missing:
             new_vectors = np.asarray(embed(list(missing.values())), dtype=np.float32)
             self.put(list(missing), new_vectors)

@@ -1,5 +1,6 @@
 """The semantic tier: real MiniLM embeddings, a real LanceDB folder, a real DuckDB file."""
 
+import unicodedata
 from datetime import timedelta
 
 import numpy as np
@@ -116,6 +117,23 @@ def test_embedding_cache_embeds_each_text_once(stores, minilm):
     assert embedded_again == 0
     assert calls == [["a question", "another question"]]
     np.testing.assert_allclose(again[1], first[0])
+
+
+def test_the_embedding_cache_embeds_the_text_its_key_is_made_of(stores, minilm):
+    """Two spellings of one key (combining marks or not) get the vector of the normalised
+    text, whichever arrives first: a model that does not normalise reads them apart."""
+    _, _, cache = stores
+    calls: list[list[str]] = []
+
+    def recording_embed(texts):
+        calls.append(list(texts))
+        return minilm(texts)
+
+    decomposed, composed = unicodedata.normalize("NFD", "Café opening hours"), "Café opening hours"
+    assert decomposed != composed
+    vectors, embedded = cache.embed([composed, decomposed], recording_embed)
+    assert embedded == 1 and calls == [[composed]]
+    np.testing.assert_array_equal(vectors[0], vectors[1])
 
 
 def test_batched_search_answers_each_query_in_its_own_scope(stores, minilm, now):
