@@ -128,19 +128,25 @@ def test_out_of_memory_halves_the_batch_and_retries():
     assert all(r.device_seconds >= 0 for r in results)
 
 
-def test_identical_keys_fold_into_one_call_and_failures_are_per_key():
-    backend = FlakyBackend(fits=100)
-    misses = pl.DataFrame(
+def _misses(keys, inputs, model="m", params_json="{}"):
+    """Requests that missed both look-ups, ids "a", "b", ... in order."""
+    count = len(keys)
+    return pl.DataFrame(
         {
-            "request_id": ["a", "b", "c", "d"],
-            "key": [b"k1", b"k1", b"k2", b"k3"],
-            "model": ["m"] * 4,
-            "model_version": ["1"] * 4,
-            "params_json": ["{}"] * 4,
-            "prefix": [""] * 4,
-            "input": ["same", "same", "other", "poison"],
+            "request_id": [chr(ord("a") + i) for i in range(count)],
+            "key": keys,
+            "model": [model] * count,
+            "model_version": ["1"] * count,
+            "params_json": [params_json] * count,
+            "prefix": [""] * count,
+            "input": inputs,
         }
     )
+
+
+def test_identical_keys_fold_into_one_call_and_failures_are_per_key():
+    backend = FlakyBackend(fits=100)
+    misses = _misses([b"k1", b"k1", b"k2", b"k3"], ["same", "same", "other", "poison"])
     out = answer_misses(misses, lambda model, version: (backend, BatchLimits()))
     assert out["path"].to_list() == ["model", "folded", "model", "failed"]
     assert out["served_key"].to_list() == [None, b"k1", None, None]
@@ -155,16 +161,12 @@ def test_a_lookalike_whose_leader_fails_makes_its_own_call(tiny_lm):
     The look-alike (and its identical repeat) are answered by their own call, not failed
     with another input's error; the leader's identical repeat still fails with it."""
     long_input = "how do I reset my password " * 400
-    misses = pl.DataFrame(
-        {
-            "request_id": ["a", "b", "c", "d"],
-            "key": [b"long", b"long", b"short", b"short"],
-            "model": ["tiny-llm"] * 4,
-            "model_version": ["1"] * 4,
-            "params_json": ['{"max_new_tokens": 2}'] * 4,
-            "prefix": [""] * 4,
-            "input": [long_input, long_input, "how do I reset my password", "how do I reset my password"],
-        }
+    short_input = "how do I reset my password"
+    misses = _misses(
+        [b"long", b"long", b"short", b"short"],
+        [long_input, long_input, short_input, short_input],
+        model="tiny-llm",
+        params_json='{"max_new_tokens": 2}',
     )
     out = answer_misses(misses, lambda model, version: (tiny_lm, BatchLimits()), {b"short": b"long"})
     assert out["path"].to_list() == ["failed", "failed", "model", "folded"]
