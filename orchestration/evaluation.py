@@ -198,13 +198,14 @@ def calibrate(
     from datetime import UTC, datetime
 
     from storage.calibration import choose, curve, minimum_served
-    from storage.config import write_namespace_override
+    from storage.config import override_path, write_namespace_override
     from storage.embedding_cache import EmbeddingCache
 
     if not 0 < max_wrong_rate < 1:
         raise ValueError(f"--max-wrong-rate must be between 0 and 1, got {max_wrong_rate}")
     if limit is not None and limit < 1:
         raise ValueError(f"--limit must be a positive number of pairs or rows, got {limit}")
+    override_path(home)  # a home that would overwrite tracked settings fails before any work
     current = settings.namespace(namespace, tenant)
     model = current.semantic.embedding_model
     spec = settings.embedding_model(model)
@@ -234,13 +235,12 @@ def calibrate(
             "calibration": {**record, "result": "no setting met the target"},
         }
     else:
+        semantic = {"enabled": True, "threshold": chosen.threshold, "verify": chosen.verify_threshold is not None}
+        if chosen.verify_threshold is not None:
+            # Plain cosine leaves the verifier's threshold as it was, for whoever turns it back on.
+            semantic["verify_threshold"] = chosen.verify_threshold
         values = {
-            "semantic": {
-                "enabled": True,
-                "threshold": chosen.threshold,
-                "verify": chosen.verify_threshold is not None,
-                "verify_threshold": chosen.verify_threshold or 0.0,
-            },
+            "semantic": semantic,
             "calibration": {**record, "precision": chosen.precision, "recall": chosen.recall},
         }
     # The record is this run's alone: nothing of an earlier calibration's result stays beside it.

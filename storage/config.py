@@ -7,12 +7,16 @@ settings write overrides under `$INFERCACHE_HOME/config/`, read on top of them.
 from __future__ import annotations
 
 import copy
+import os
+import tempfile
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from storage.file_lock import exclusive_lock
 
 DEFAULT_CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
 MODELS_FILE = "models.yaml"
@@ -172,21 +176,47 @@ def write_namespace_override(
     """Merge `values` into the namespace's overrides under `home` (never a tracked file);
     with `tenant`, into that tenant's own settings for the namespace. The sections named in
     `replacing` are written whole instead (a record of the latest run keeps nothing of an
-    earlier one's)."""
-    path = home / "config" / NAMESPACES_FILE
-    document = _read_yaml(path, missing_ok=True)
-    _namespace_sections(document, path)
-    # An empty section (every entry under it commented out, say) reads as None.
-    if tenant is None:
-        namespaces = document["namespaces"] = document.get("namespaces") or {}
-    else:
-        tenants = document["tenants"] = document.get("tenants") or {}
-        namespaces = tenants[tenant] = tenants.get(tenant) or {}
-    current = {k: v for k, v in (namespaces.get(namespace) or {}).items() if k not in replacing}
-    namespaces[namespace] = _deep_merge(current, values)
+    earlier one's).
+
+    Two commands tuning at once must not lose each other's settings, and a reader must never
+    see half a file: the read-merge-write runs under an exclusive lock, and the new document
+    replaces the old in one rename."""
+    path = override_path(home)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(document, sort_keys=True))
+    with exclusive_lock(path.with_name(path.name + ".lock")):
+        document = _read_yaml(path, missing_ok=True)
+        _namespace_sections(document, path)
+        # An empty section (every entry under it commented out, say) reads as None.
+        if tenant is None:
+            namespaces = document["namespaces"] = document.get("namespaces") or {}
+        else:
+            tenants = document["tenants"] = document.get("tenants") or {}
+            namespaces = tenants[tenant] = tenants.get(tenant) or {}
+        current = {k: v for k, v in (namespaces.get(namespace) or {}).items() if k not in replacing}
+        namespaces[namespace] = _deep_merge(current, values)
+        _replace_file(path, yaml.safe_dump(document, sort_keys=True))
     return path
+
+
+def override_path(home: Path) -> Path:
+    """Where commands write tuned settings under `home`; never the tracked configuration,
+    which a home at the repository root would otherwise overwrite."""
+    path = home / "config" / NAMESPACES_FILE
+    if path.resolve().parent == DEFAULT_CONFIG_DIR.resolve():
+        raise ConfigError(
+            f"refusing to write tuned settings into the tracked configuration {path}: "
+            "set INFERCACHE_HOME to a folder of its own (the Makefile uses .infercache/)"
+        )
+    return path
+
+
+def _replace_file(path: Path, text: str) -> None:
+    """Write beside the file, then rename over it: readers see the old or the new, whole."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, delete=False) as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(handle.name, path)
 
 
 def _read_yaml(path: Path, missing_ok: bool = False) -> dict[str, Any]:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import lancedb
 import pyarrow as pa
+
+from storage.config import ConfigError
+from storage.file_lock import exclusive_lock
 
 _SAFE_LITERAL = re.compile(r"^[A-Za-z0-9_.:\- ]*$")
 
@@ -26,8 +30,41 @@ def table_name(kind: str, embedding_model: str) -> str:
     return f"{kind}__" + re.sub(r"[^A-Za-z0-9]+", "_", embedding_model).strip("_").lower()
 
 
+class TableShapeError(ConfigError):
+    """A stored table's columns are not the ones the caller's model needs."""
+
+
 def open_table(db: lancedb.DBConnection, name: str, schema: pa.Schema):
-    return db.create_table(name, schema=schema, exist_ok=True)
+    """The table `name`, made with `schema` on first use. A stored table of another shape
+    (vectors of another width: the model under that name changed) is refused rather than
+    mixed into.
+
+    Making a table is an overwrite commit: two writers making it at the same moment can
+    both succeed, the second wiping rows the first added in between. So it is made under
+    a lock on a file beside it, and whoever comes second opens what the first made."""
+    try:
+        table = db.open_table(name)
+    except ValueError:  # not made yet
+        with exclusive_lock(Path(db.uri) / f".{name}.create.lock"):
+            try:
+                table = db.open_table(name)
+            except ValueError:
+                table = db.create_table(name, schema=schema)
+    _require_schema(table, name, schema)
+    return table
+
+
+def _require_schema(table, name: str, schema: pa.Schema) -> None:
+    stored = table.schema
+    missing = [f for f in schema if stored.get_field_index(f.name) < 0 or stored.field(f.name).type != f.type]
+    if missing:
+        wanted = ", ".join(f"{f.name}: {f.type}" for f in missing)
+        raise TableShapeError(
+            f"the vector table {name!r} does not hold the columns this model needs ({wanted}; "
+            f"stored: {', '.join(f'{f.name}: {f.type}' for f in stored)}): an embedding model of "
+            "another width was used under the same name. Give the new model its own name in "
+            f"config/models.yaml, or delete the table's folder ({name}.lance) to start it afresh"
+        )
 
 
 def vector_field(dimension: int) -> pa.Field:

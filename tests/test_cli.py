@@ -328,6 +328,8 @@ def test_calibrate_from_a_workload_replays_it_and_writes_what_it_chose(tmp_path)
     assert tuned.verify == (chosen["verify_threshold"] is not None)
     if tuned.verify:
         assert tuned.verify_threshold == chosen["verify_threshold"]
+    else:  # plain cosine leaves the verifier's threshold as it was, not 0.0
+        assert tuned.verify_threshold == load_settings().namespace("faq", "acme").semantic.verify_threshold
     second = _cli(tmp_path, *args, "--max-wrong-rate", "0.05")
     assert second["embedded_now"] == 0 and second["chosen"] == chosen
 
@@ -378,3 +380,21 @@ def test_evaluate_refuses_what_cannot_work_before_a_model_loads(tmp_path, monkey
     monkeypatch.setenv("INFERCACHE_HOME", str(a_file))
     assert main(evaluate) == 2
     assert f"INFERCACHE_HOME {a_file} is a file: point it at a folder" in capsys.readouterr().err
+
+
+def test_calibrate_never_writes_into_the_tracked_configuration(tmp_path, monkeypatch, capsys):
+    """A home at the repository root would put the override file on the tracked one: refused
+    before any model loads, the tracked file as it was."""
+    from orchestration.cli import main
+    from storage.config import DEFAULT_CONFIG_DIR
+
+    tracked = DEFAULT_CONFIG_DIR / "namespaces.yaml"
+    before = tracked.read_text()
+    monkeypatch.setenv("INFERCACHE_HOME", str(DEFAULT_CONFIG_DIR.parent))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    pairs = tmp_path / "p.jsonl"
+    pairs.write_text(json.dumps({"a": "How do I reset it?", "b": "How can I reset it?", "duplicate": True}) + "\n")
+    calibrate = ["calibrate", "--pairs", str(pairs), "--tenant", "acme", "--namespace", "faq"]
+    assert main([*calibrate, "--max-wrong-rate", "0.01"]) == 2
+    assert "refusing to write tuned settings into the tracked configuration" in capsys.readouterr().err
+    assert tracked.read_text() == before

@@ -1,5 +1,7 @@
 """The registry and namespace settings, with overrides written under INFERCACHE_HOME."""
 
+from pathlib import Path
+
 import pytest
 
 from storage.config import ConfigError, load_settings, write_namespace_override
@@ -130,3 +132,43 @@ def test_empty_sections_of_the_override_file_read_as_empty(tmp_path, text):
     settings = load_settings(home=tmp_path)
     assert settings.namespace("faq", "acme").semantic.threshold == 0.9
     assert settings.namespace("faq", "globex").semantic.threshold == 0.85
+
+
+def test_the_tracked_configuration_is_never_written(tmp_path):
+    from storage.config import DEFAULT_CONFIG_DIR
+
+    tracked = DEFAULT_CONFIG_DIR / "namespaces.yaml"
+    before = tracked.read_text()
+    with pytest.raises(ConfigError, match="set INFERCACHE_HOME to a folder of its own"):
+        write_namespace_override(DEFAULT_CONFIG_DIR.parent, "faq", {"semantic": {"threshold": 0.9}})
+    assert tracked.read_text() == before
+
+
+def _write_many(home: str, writer: int, writes: int) -> None:
+    for index in range(writes):
+        write_namespace_override(Path(home), f"ns-{writer}-{index}", {"semantic": {"threshold": 0.9}})
+
+
+def test_writers_at_once_lose_nothing_and_readers_never_see_half_a_file(tmp_path):
+    """Processes tuning different namespaces at the same moment each keep what they wrote;
+    a reader meanwhile always parses a whole file (never an empty or cut one)."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    writers, writes = 4, 15
+    processes = [
+        context.Process(target=_write_many, args=(str(tmp_path), writer, writes)) for writer in range(writers)
+    ]
+    for process in processes:
+        process.start()
+    reads = 0
+    while any(process.is_alive() for process in processes):
+        load_settings(home=tmp_path)  # raises on a half-written file
+        reads += 1
+    for process in processes:
+        process.join()
+        assert process.exitcode == 0
+    overrides = load_settings(home=tmp_path).namespace_overrides
+    expected = {f"ns-{writer}-{index}" for writer in range(writers) for index in range(writes)}
+    assert expected <= set(overrides), sorted(expected - set(overrides))[:5]
+    assert reads > 0
