@@ -235,7 +235,11 @@ def calibrate(
             "calibration": {**record, "result": "no setting met the target"},
         }
     else:
-        semantic = {"enabled": True, "threshold": chosen.threshold, "verify": chosen.verify_threshold is not None}
+        semantic = {
+            "enabled": True,
+            "threshold": chosen.threshold,
+            "verify": chosen.verify_threshold is not None,
+        }
         if chosen.verify_threshold is not None:
             # Plain cosine leaves the verifier's threshold as it was, for whoever turns it back on.
             semantic["verify_threshold"] = chosen.verify_threshold

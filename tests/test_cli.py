@@ -393,7 +393,9 @@ def test_calibrate_never_writes_into_the_tracked_configuration(tmp_path, monkeyp
     monkeypatch.setenv("INFERCACHE_HOME", str(DEFAULT_CONFIG_DIR.parent))
     monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
     pairs = tmp_path / "p.jsonl"
-    pairs.write_text(json.dumps({"a": "How do I reset it?", "b": "How can I reset it?", "duplicate": True}) + "\n")
+    pairs.write_text(
+        json.dumps({"a": "How do I reset it?", "b": "How can I reset it?", "duplicate": True}) + "\n"
+    )
     calibrate = ["calibrate", "--pairs", str(pairs), "--tenant", "acme", "--namespace", "faq"]
     assert main([*calibrate, "--max-wrong-rate", "0.01"]) == 2
     assert "refusing to write tuned settings into the tracked configuration" in capsys.readouterr().err
