@@ -46,15 +46,21 @@ def semantic_audit(context: dg.AssetExecutionContext, infercache: InferCacheReso
 
     audits = compared(sample, recomputed, text_similarity, min_text_similarity)
     disagreements = audits.filter(pl.col("agreed").not_())
-    reported, now = 0, infercache.now()
+    reported, known, overruled, now = 0, 0, 0, infercache.now()
     with open_store(infercache.locations.duckdb_path) as con:
         for request_id, served, fresh, similarity in disagreements.select(
             "request_id", "served_answer_json", "audit_answer_json", "answer_similarity"
         ).iter_rows():
             note = disagreement_note(served, fresh, similarity)
-            reported += (
-                report_wrong_answer(con, partition, request_id, note, now, reported_by="audit") is not None
-            )
+            report = report_wrong_answer(con, partition, request_id, note, now, reported_by="audit")
+            if report is None:
+                overruled += 1
+            elif report["already_reported"]:
+                # An audit run again finds what it (or a reviewer) filed before: that report
+                # already asked for its recompute.
+                known += 1
+            else:
+                reported += 1
         # Counted over what the table keeps: disagreements found before a re-run included.
         figures = audit_figures(record_audits(con, partition, audits))
     if reported:
@@ -63,9 +69,13 @@ def semantic_audit(context: dg.AssetExecutionContext, infercache: InferCacheReso
             "differently; they are in wrong_answer_reports, and the sensor recompute_after_audit "
             f"re-runs the partition (without a daemon: `{recompute_command(partition)}`)"
         )
-    overruled = disagreements.height - reported
     return dg.MaterializeResult(
-        metadata={**figures, "reported_now": reported, "overruled_by_reviewer": overruled}
+        metadata={
+            **figures,
+            "reported_now": reported,
+            "reported_before": known,
+            "overruled_by_reviewer": overruled,
+        }
     )
 
 

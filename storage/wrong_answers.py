@@ -107,19 +107,20 @@ def report_wrong_answer(
     withdrawn report back in force. The audit (`reported_by="audit"`) never overrules a
     reviewer: it reports nothing where a reviewer withdrew the same pairing, and returns None.
 
-    Returns what was recorded (less the vectors). Raises ValueError, saying what to do,
+    Returns what was recorded (less the vectors), with `already_reported` true where this
+    answer to this request had been reported before. Raises ValueError, saying what to do,
     for a request that did not get its answer from another request."""
     row = _reportable(con, partition, request_id)
     if reported_by == "audit" and _overruled(con, row["request_key"], row["served_key"]):
         return None
     report = {**row, "note": note, "reported_by": reported_by, "reported_at": now, "withdrawn_at": None}
     names = list(report)
-    con.execute(
+    (inserted,) = con.execute(
         f"INSERT INTO wrong_answer_reports ({', '.join(names)}) "
         f"SELECT {', '.join('?' * len(names))} WHERE NOT EXISTS ("
         "    SELECT 1 FROM wrong_answer_reports WHERE partition = ? AND request_id = ? AND served_key = ?)",
         [*(report[name] for name in names), partition, request_id, row["served_key"]],
-    )
+    ).fetchone()
     if reported_by != "audit":
         con.execute(
             """
@@ -135,6 +136,8 @@ def report_wrong_answer(
         [partition, request_id, row["served_key"]],
     ).fetchall()[0]
     report.update(zip(("note", "reported_by", "reported_at"), stored, strict=True))
+    # Whoever acts on new reports (the audit's recompute) must not act twice on one.
+    report["already_reported"] = inserted == 0
     return {name: value for name, value in report.items() if not name.endswith("_vector")}
 
 

@@ -176,6 +176,14 @@ def test_the_audit_reports_a_folded_answer_whose_label_the_model_would_not_give(
     assert device["audit_device_seconds"] == pytest.approx(audit_seconds)
     assert device["net_device_seconds_saved"] == pytest.approx(device["device_seconds_saved"] - audit_seconds)
 
+    # The audit run again on its own finds the same answer: filed before, it asks for no
+    # second recompute (the sensor reads reported_now).
+    from assets.audit import semantic_audit
+
+    figures = materialize(assets=[semantic_audit])
+    assert _figures(figures, "disagreed", "reported_now", "reported_before") == (1, 0, 1)
+    assert _query(home, "SELECT count(*) FROM wrong_answer_reports").item() == 1
+
     # The re-run the report asks for gives i-3 its own call; what the audit found stays counted.
     figures = materialize()
     paths = _query(home, "SELECT request_id, path FROM request_outcomes ORDER BY request_id").rows()
