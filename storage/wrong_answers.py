@@ -58,7 +58,7 @@ SELECT o.partition, o.request_id, o.tenant, o.namespace, o.path, o.served_key,
 FROM request_outcomes o
 JOIN model_requests r USING (partition, request_id)
 LEFT JOIN request_embeddings m USING (partition, request_id)
-WHERE o.partition = ? AND o.request_id = ?
+WHERE o.partition = ? AND o.request_id = ? AND o.path <> 'quarantined'
 """
 
 
@@ -186,8 +186,12 @@ def withdraw_namespace_reports(con: duckdb.DuckDBPyConnection, tenant: str, name
 
 
 def _reportable(con: duckdb.DuckDBPyConnection, partition: str, request_id: str) -> dict:
+    # A landed row that repeated an id is quarantined under that id: the request that was
+    # served is the one to report.
     outcome = con.execute(
-        "SELECT path FROM request_outcomes WHERE partition = ? AND request_id = ?", [partition, request_id]
+        "SELECT path FROM request_outcomes WHERE partition = ? AND request_id = ? "
+        "ORDER BY path = 'quarantined'",
+        [partition, request_id],
     ).fetchall()
     if not outcome:
         materialized = con.execute(

@@ -281,6 +281,33 @@ def test_a_report_needs_the_stored_embedding_of_the_request(home):
             report_wrong_answer(con, day, "x-5", None, datetime(2026, 3, 1))
 
 
+def test_a_request_whose_id_a_later_row_repeated_is_still_reportable(home):
+    """The repeat is quarantined under the same id; the report is about the request served."""
+    day = "2026-03-01"
+    with open_store(home / "cache.duckdb") as con:
+        _insert_outcome(con, day, "x-6", "quarantined")
+        _insert_outcome(con, day, "x-6", "semantic")
+        con.execute(
+            "UPDATE request_outcomes SET served_key = 'other'::BLOB, tenant = 'acme', namespace = 'faq' "
+            "WHERE path = 'semantic'"
+        )
+        con.execute(
+            "INSERT INTO model_requests (partition, request_id, tenant, namespace, model, model_version, "
+            "params_json, prefix, input, key, canonical_request, semantic_scope, embedding_model, "
+            "semantic_enabled, semantic_threshold) VALUES (?, 'x-6', 'acme', 'faq', 'm', '1', '{}', '', "
+            "'hi', 'k'::BLOB, '[]', 's', 'e', true, 0.9)",
+            [day],
+        )
+        con.execute("INSERT INTO request_embeddings VALUES (?, 'x-6', 'h', [1.0, 0.0]::FLOAT[], 0)", [day])
+        report = report_wrong_answer(con, day, "x-6", None, datetime(2026, 3, 1))
+        assert (report["path"], report["served_key"], report["already_reported"]) == (
+            "semantic",
+            b"other",
+            False,
+        )
+        assert con.execute("SELECT count(*) FROM wrong_answer_reports").fetchall() == [(1,)]
+
+
 def _launch(job_name, instance, home, **kwargs):
     from orchestration.definitions import defs
 
