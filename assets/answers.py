@@ -6,6 +6,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
+from assets.lookups import current_embeddings
 from assets.partitions import PARTITION_FLOW
 from inference.miss_runner import answer_misses
 from inference.pair_verifier import verifier_counts
@@ -28,7 +29,7 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
             """
             SELECT r.request_id, r.key, r.model, r.model_version, r.params_json, r.prefix, r.input,
                    r.semantic_scope, r.semantic_threshold, r.semantic_verify,
-                   r.semantic_verify_threshold, m.vector
+                   r.semantic_verify_threshold, r.semantic_enabled, m.vector, m.text_hash
             FROM model_requests r
             JOIN exact_lookups e USING (partition, request_id)
             LEFT JOIN semantic_lookups s USING (partition, request_id)
@@ -38,6 +39,11 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
             """,
             params=[partition],
         ).pl()
+        # A vector folds look-alikes: only where semantic reuse is on now, and of the current text.
+        current_embeddings(misses.filter("semantic_enabled"), partition)
+        misses = misses.with_columns(
+            vector=pl.when("semantic_enabled").then(pl.col("vector")).otherwise(None)
+        ).drop("semantic_enabled", "text_hash")
         reports = reports_against(con, misses["key"].to_list())
     blocked = functools.partial(blocked_within, reports=reports) if reports else None
     verifier = infercache.pair_verifier_for(misses)
@@ -96,7 +102,7 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
             FROM inference_outputs i
             JOIN model_requests r USING (partition, request_id)
             JOIN request_embeddings m USING (partition, request_id)
-            WHERE i.partition = ? AND i.path = 'model'
+            WHERE i.partition = ? AND i.path = 'model' AND r.semantic_enabled
             """,
             params=[partition],
         ).pl()

@@ -62,6 +62,25 @@ def _semantic_candidates(con, partition: str) -> pl.DataFrame:
     ).pl()
 
 
+def current_embeddings(requests: pl.DataFrame, partition: str) -> pl.DataFrame:
+    """`requests` (with `vector` and `text_hash` from request_embeddings), refused unless each
+    vector is of the request's text as model_requests now holds it: after a re-landed file or
+    a settings change, request_embeddings materialized earlier would look up (or fold) a text
+    by another text's vector."""
+    stale = [
+        request_id
+        for request_id, text, stored_hash in requests.select("request_id", "input", "text_hash").iter_rows()
+        if stored_hash != text_hash(text)
+    ]
+    if stale:
+        raise dg.Failure(
+            f"{len(stale)} request(s) of {partition} have no embedding of their current text "
+            f"(first: {stale[0]!r}): request_embeddings is older than model_requests. Materialize "
+            "the partition again from request_embeddings on (the daily job runs them all)"
+        )
+    return requests
+
+
 @dg.asset(deps=["exact_lookups"], kinds={"lancedb", "duckdb"}, **PARTITION_FLOW)
 def request_embeddings(context: dg.AssetExecutionContext, infercache: InferCacheResource):
     """Vectors of the exact misses, through the embedding cache: no text is embedded twice."""
@@ -111,13 +130,16 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
             """
             SELECT r.request_id, r.input, r.canonical_request, r.semantic_scope,
                    r.semantic_threshold, r.semantic_verify, r.semantic_verify_threshold,
-                   r.embedding_model, m.vector
-            FROM model_requests r JOIN request_embeddings m USING (partition, request_id)
-            WHERE r.partition = ?
+                   r.embedding_model, m.vector, m.text_hash
+            FROM model_requests r
+            JOIN exact_lookups e USING (partition, request_id)
+            LEFT JOIN request_embeddings m USING (partition, request_id)
+            WHERE r.partition = ? AND NOT e.hit AND r.semantic_enabled
             ORDER BY r.request_id
             """,
             params=[partition],
         ).pl()
+        candidates = current_embeddings(candidates, partition).drop("text_hash")
         verifier = infercache.pair_verifier_for(candidates)
         for (embedding_model,), group in candidates.group_by(["embedding_model"], maintain_order=True):
             started = time.perf_counter()

@@ -279,6 +279,50 @@ def test_a_partition_where_no_namespace_verifies_never_loads_the_verifier(tmp_pa
     assert _metadata(second, "semantic_lookups")["verifier_pairs_read"] == 0
 
 
+def test_look_ups_never_use_request_embeddings_older_than_the_requests(tmp_path):
+    """Assets materialized on their own (from the UI, say) can leave request_embeddings
+    behind model_requests: semantic reuse switched off since is honoured, and a vector of
+    a text since changed is refused, never used to serve or fold another text."""
+    from assets.answers import inference_outputs
+    from assets.lookups import exact_lookups, semantic_lookups
+    from assets.intake import model_requests
+    from storage.config import write_namespace_override
+
+    _lenient_verifier(tmp_path)
+    _land(tmp_path, DAY1, DAY1_ROWS)
+    _land(tmp_path, DAY2, DAY2_ROWS)
+    resource = InferCacheResource(home=str(tmp_path))
+    instance = dg.DagsterInstance.ephemeral()
+    _materialize(resource, DAY1, instance)
+    assert _report(_materialize(resource, DAY2, instance))["semantic_hits"] == 1
+    without_embeddings = [model_requests, exact_lookups, semantic_lookups, inference_outputs]
+
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {"enabled": False}})
+    result = dg.materialize(
+        without_embeddings, partition_key=DAY2, instance=instance, resources={"infercache": resource}
+    )
+    assert result.success
+    assert _metadata(result, "semantic_lookups")["searched"] == 0
+    paths = _query(tmp_path, "SELECT path FROM inference_outputs WHERE request_id = 'd2-2'")
+    assert paths["path"].to_list() == ["model"]
+
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {"enabled": True}})
+    _land(tmp_path, DAY2, [_faq("d2-2", "How can I change my password?"), *DAY2_ROWS[2:]])
+    result = dg.materialize(
+        without_embeddings,
+        partition_key=DAY2,
+        instance=instance,
+        resources={"infercache": resource},
+        raise_on_error=False,
+    )
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_key == "semantic_lookups"
+    assert "(first: 'd2-2'): request_embeddings is older than model_requests" in str(
+        failure.step_failure_data.error
+    )
+
+
 def test_write_back_applies_each_tenant_namespace_own_capacity_and_ttl(tmp_path):
     from storage.config import write_namespace_override
 
