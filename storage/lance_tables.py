@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -34,14 +35,18 @@ class TableShapeError(ConfigError):
     """A stored table's columns are not the ones the caller's model needs."""
 
 
-def open_table(db: lancedb.DBConnection, name: str, schema: pa.Schema):
+def open_table(db: lancedb.DBConnection, name: str, schema: pa.Schema, model_fingerprint: str | None = None):
     """The table `name`, made with `schema` on first use. A stored table of another shape
     (vectors of another width: the model under that name changed) is refused rather than
     mixed into.
 
+    With `model_fingerprint`, a table filled by other weights under the same model name is
+    refused too (storage/model_fingerprint.py).
+
     Making a table is an overwrite commit: two writers making it at the same moment can
     both succeed, the second wiping rows the first added in between. So it is made under
     a lock on a file beside it, and whoever comes second opens what the first made."""
+    created = False
     try:
         table = db.open_table(name)
     except ValueError:  # not made yet
@@ -49,9 +54,30 @@ def open_table(db: lancedb.DBConnection, name: str, schema: pa.Schema):
             try:
                 table = db.open_table(name)
             except ValueError:
-                table = db.create_table(name, schema=schema)
+                table, created = db.create_table(name, schema=schema), True
     _require_schema(table, name, schema)
+    if model_fingerprint is not None:
+        _require_same_model(Path(db.uri), name, model_fingerprint, created)
     return table
+
+
+def _require_same_model(folder: Path, name: str, fingerprint: str, created: bool) -> None:
+    """The table's vectors all come from the weights that first filled it. A table made
+    before this record was kept is taken to be the current model's; one made just now
+    (its folder deleted to start afresh) takes the current model's whatever was recorded."""
+    record = folder / f".{name}.model.json"
+    with exclusive_lock(folder / f".{name}.create.lock"):
+        if created or not record.exists():
+            record.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
+            return
+        stored = json.loads(record.read_text())["fingerprint"]
+    if stored != fingerprint:
+        raise TableShapeError(
+            f"the vector table {name!r} in {folder} was filled by other weights ({stored}) than "
+            f"the model now configured under that name ({fingerprint}): its vectors cannot be "
+            "compared with the new ones. Give the new model its own name in config/models.yaml, "
+            f"or delete {name}.lance and {record.name} to start the table afresh"
+        )
 
 
 def _require_schema(table, name: str, schema: pa.Schema) -> None:

@@ -78,16 +78,22 @@ def replay_workload(
     block_size: int = BLOCK_SIZE,
     wrong_hits: list[WrongHit] | None = None,
     skip_reasons: SkipReasons | None = None,
+    model_fingerprint: str | None = None,
 ) -> dict:
     """Counts of the replay; see `evaluate` in the README for each figure. Where
     `wrong_hits` is a list, every wrong semantic hit counted is appended to it, in the
     order served, for a person to read. `skip_reasons` decides which requests get exact
     matching only, as the pipeline's keying does (None: every request is looked up
-    semantically where the namespace allows it)."""
+    semantically where the namespace allows it). `model_fingerprint` refuses a store whose
+    vector tables other weights filled under the same model name."""
     started = time.perf_counter()
     semantic = namespace.semantic
-    embedding_cache = EmbeddingCache(stores.lance_folder, semantic.embedding_model, dimension)
-    index = SemanticIndex(stores.lance_folder, semantic.embedding_model, dimension)
+    embedding_cache = EmbeddingCache(
+        stores.lance_folder, semantic.embedding_model, dimension, model_fingerprint
+    )
+    index = SemanticIndex(
+        stores.lance_folder, semantic.embedding_model, dimension, model_fingerprint=model_fingerprint
+    )
     counts = {"exact_hits": 0, "semantic_hits": 0, "right_semantic_hits": 0, "recall_denominator": 0}
     with open_store(stores.duckdb_path) as con:
         replay = _Replay(

@@ -54,6 +54,7 @@ class SemanticIndex:
         dimension: int,
         ann_min_scope_rows: int = ANN_MIN_SCOPE_ROWS,
         low_precision: bool | None = None,
+        model_fingerprint: str | None = None,
     ) -> None:
         """low_precision: bfloat16 candidates, re-scored exactly, for large scopes (storage.scope_search);
         None: where the CPU multiplies bfloat16 in hardware."""
@@ -74,7 +75,7 @@ class SemanticIndex:
             ]
         )
         self._table = open_table(
-            lancedb.connect(str(folder)), table_name("semantic", embedding_model), schema
+            lancedb.connect(str(folder)), table_name("semantic", embedding_model), schema, model_fingerprint
         )
         self._scope_cache: OrderedDict[tuple, ScopeMatrix] = OrderedDict()
 

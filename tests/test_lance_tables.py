@@ -40,3 +40,62 @@ def test_a_model_of_another_width_under_the_same_name_is_refused(tmp_path):
         EmbeddingCache(tmp_path, "my-model", 8)
     assert "embeddings__my_model.lance" in str(raised.value)
     assert set(EmbeddingCache(tmp_path, "my-model", 4).get(["h"])) == {"h"}  # nothing lost
+
+
+def _weights(folder, content: bytes):
+    folder.mkdir()
+    (folder / "config.json").write_text('{"hidden_size": 4}')
+    (folder / "model.safetensors").write_bytes(content)
+    (folder / "README.md").write_text(str(folder))  # not part of what a model computes
+    return folder
+
+
+def test_the_fingerprint_tells_weights_apart_wherever_they_lie(tmp_path):
+    from storage.model_fingerprint import folder_fingerprint
+
+    big = bytes(range(256)) * (16 * 1024)  # 4 MiB: sampled, not read whole
+    tuned = bytearray(big)
+    tuned[len(big) // 2 + 10] ^= 1  # one byte of the middle slice
+    same = folder_fingerprint(_weights(tmp_path / "a", big))
+    assert folder_fingerprint(_weights(tmp_path / "copy", big)) == same
+    assert folder_fingerprint(_weights(tmp_path / "tuned", bytes(tuned))) != same
+
+
+def test_other_weights_under_the_same_model_name_are_refused(tmp_path):
+    """Same width, other training: nothing in the vectors shows it, so the table records
+    which weights filled it."""
+    store = tmp_path / "lance"
+    EmbeddingCache(store, "my-model", 4, "sha256:first").put(["h"], np.ones((1, 4)))
+    assert EmbeddingCache(store, "my-model", 4, "sha256:first").count() == 1
+    with pytest.raises(ConfigError, match="was filled by other weights") as raised:
+        EmbeddingCache(store, "my-model", 4, "sha256:second")
+    assert "Give the new model its own name" in str(raised.value)
+    assert EmbeddingCache(store, "other-name", 4, "sha256:second").count() == 0  # its own table
+    # Starting the table afresh (its folder deleted) is taking the new weights.
+    import shutil
+
+    shutil.rmtree(store / "embeddings__my_model.lance")
+    assert EmbeddingCache(store, "my-model", 4, "sha256:second").count() == 0
+    assert EmbeddingCache(store, "my-model", 4, "sha256:second").count() == 0
+
+
+@pytest.mark.slow
+def test_the_pipeline_resource_records_and_checks_the_model_weights(tmp_path):
+    """The resource hands the configured model's fingerprint to both of its vector tables."""
+    import json
+
+    from orchestration.resources import InferCacheResource
+
+    resource = InferCacheResource(home=str(tmp_path))
+    resource.embedding_cache("all-MiniLM-L6-v2")
+    resource.semantic_index("all-MiniLM-L6-v2")
+    lance = resource.locations.lance_folder
+    expected = resource.settings().embedding_model("all-MiniLM-L6-v2").fingerprint()
+    for table in ("embeddings__all_minilm_l6_v2", "semantic__all_minilm_l6_v2"):
+        record = lance / f".{table}.model.json"
+        assert json.loads(record.read_text()) == {"fingerprint": expected}
+        record.write_text(json.dumps({"fingerprint": "sha256:another-training"}))
+    with pytest.raises(ConfigError, match="was filled by other weights"):
+        resource.embedding_cache("all-MiniLM-L6-v2")
+    with pytest.raises(ConfigError, match="was filled by other weights"):
+        resource.semantic_index("all-MiniLM-L6-v2")

@@ -284,8 +284,8 @@ def test_look_ups_never_use_request_embeddings_older_than_the_requests(tmp_path)
     behind model_requests: semantic reuse switched off since is honoured, and a vector of
     a text since changed is refused, never used to serve or fold another text."""
     from assets.answers import inference_outputs
-    from assets.lookups import exact_lookups, semantic_lookups
     from assets.intake import model_requests
+    from assets.lookups import exact_lookups, semantic_lookups
     from storage.config import write_namespace_override
 
     _lenient_verifier(tmp_path)
