@@ -5,6 +5,7 @@ import sys
 
 BENCHMARKS = {
     "candidates": "benchmarks.candidates",
+    "languages": "benchmarks.languages",
     "pair_scores": "benchmarks.pair_scores",
     "semantic": "benchmarks.semantic",
     "verifier": "benchmarks.verifier",

@@ -50,6 +50,46 @@ def test_latin_script_text_in_another_language_is_detected():
     assert coverage_gap(texts[3], "all-MiniLM-L6-v2", ("en",), detected[3]) is None
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What is 180°C in Fahrenheit?",  # German 0.80 to the detector
+        "convert 30°C to fahrenheit",  # German 0.72
+        "What percentage is German Mehrwertsteuer at the standard rate?",  # German 0.83
+    ],
+)
+def test_english_that_the_detector_misreads_keeps_semantic_reuse(text):
+    """Units and names mislead the n-gram detector; the words are still English."""
+    (detected,) = detect_languages([text])
+    assert detected[0] != "en" and detected[1] >= 0.7  # what the detector alone would do
+    assert coverage_gap(text, "all-MiniLM-L6-v2", ("en",), detected) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Est-ce que vous livrez à l'étranger ?",  # French 0.62
+        "Quero cancelar o meu pedido de ontem",  # Portuguese 0.58
+        "¿Cuál es la capital de Australia?",  # Spanish 0.63
+    ],
+)
+def test_foreign_text_read_with_middling_confidence_gets_exact_matching_only(text):
+    (detected,) = detect_languages([text])
+    assert 0.5 <= detected[1] < 0.7
+    reason = coverage_gap(text, "all-MiniLM-L6-v2", ("en",), detected)
+    assert reason is not None and "of its words English" in reason and "exact matching only" in reason
+    # A model that declares the language covers it.
+    assert coverage_gap(text, "m", ("en", detected[0]), detected) is None
+
+
+def test_english_word_share_counts_function_words_and_wordnet_words():
+    from inference.english_words import english_word_share
+
+    assert english_word_share("How do I reset my password?") == 1.0
+    assert english_word_share("Wie kann ich mein Passwort zurücksetzen?") < 0.2
+    assert english_word_share("180 / 32") == 1.0  # no words: nothing foreign in it
+
+
 def test_keying_marks_uncovered_requests_exact_only(tmp_path, settings):
     folder = tmp_path / "day"
     folder.mkdir()
