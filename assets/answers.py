@@ -29,7 +29,8 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
             """
             SELECT r.request_id, r.key, r.model, r.model_version, r.params_json, r.prefix, r.input,
                    r.semantic_scope, r.semantic_threshold, r.semantic_verify,
-                   r.semantic_verify_threshold, r.semantic_enabled, m.vector, m.text_hash
+                   r.semantic_verify_threshold, r.semantic_enabled, r.embedding_model, m.vector,
+                   m.text_hash, m.model_fingerprint
             FROM model_requests r
             JOIN exact_lookups e USING (partition, request_id)
             LEFT JOIN semantic_lookups s USING (partition, request_id)
@@ -40,10 +41,10 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
             params=[partition],
         ).pl()
         # A vector folds look-alikes: only where semantic reuse is on now, and of the current text.
-        current_embeddings(misses.filter("semantic_enabled"), partition)
+        current_embeddings(misses.filter("semantic_enabled"), partition, infercache.embedding_fingerprint)
         misses = misses.with_columns(
             vector=pl.when("semantic_enabled").then(pl.col("vector")).otherwise(None)
-        ).drop("semantic_enabled", "text_hash")
+        ).drop("semantic_enabled", "embedding_model", "text_hash", "model_fingerprint")
         reports = reports_against(con, misses["key"].to_list())
     blocked = functools.partial(blocked_within, reports=reports) if reports else None
     verifier = infercache.pair_verifier_for(misses)
@@ -87,6 +88,20 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
         # Settings per tenant namespace: a tenant's own override of TTL or capacity applies.
         limits = {(tenant, namespace): settings.namespace(namespace, tenant) for tenant, namespace in scopes}
         ttl = {scope: namespace_settings.ttl_seconds for scope, namespace_settings in limits.items()}
+        # Checked before anything is committed: a stale vector fails the step, not the index.
+        vectors = con.sql(
+            """
+            SELECT r.request_id, r.key, r.input, r.embedding_model, m.vector, m.text_hash, m.model_fingerprint
+            FROM inference_outputs i
+            JOIN model_requests r USING (partition, request_id)
+            JOIN request_embeddings m USING (partition, request_id)
+            WHERE i.partition = ? AND i.path = 'model' AND r.semantic_enabled
+            """,
+            params=[partition],
+        ).pl()
+        vectors = current_embeddings(vectors, partition, infercache.embedding_fingerprint).select(
+            "key", "vector"
+        )
         entries = new_entries(con, partition, now, ttl)
         written = commit_entries(con, entries, partition)
         evicted: list[bytes] = []
@@ -96,16 +111,6 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
             )
         expired = sweep_expired(con, now)
         pair_scores_forgotten = forget_unused(con, now)
-        vectors = con.sql(
-            """
-            SELECT r.key, m.vector
-            FROM inference_outputs i
-            JOIN model_requests r USING (partition, request_id)
-            JOIN request_embeddings m USING (partition, request_id)
-            WHERE i.partition = ? AND i.path = 'model' AND r.semantic_enabled
-            """,
-            params=[partition],
-        ).pl()
         # Only the indexes this partition's requests use: loading an embedding model
         # just to open an index it never touches costs time and needs its package.
         embedding_models = [

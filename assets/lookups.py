@@ -1,6 +1,7 @@
 """A partition's look-ups: exact (one join), embeddings of the misses, semantic search."""
 
 import time
+from collections.abc import Callable
 
 import dagster as dg
 import numpy as np
@@ -62,21 +63,31 @@ def _semantic_candidates(con, partition: str) -> pl.DataFrame:
     ).pl()
 
 
-def current_embeddings(requests: pl.DataFrame, partition: str) -> pl.DataFrame:
-    """`requests` (with `vector` and `text_hash` from request_embeddings), refused unless each
-    vector is of the request's text as model_requests now holds it: after a re-landed file or
-    a settings change, request_embeddings materialized earlier would look up (or fold) a text
-    by another text's vector."""
+def current_embeddings(
+    requests: pl.DataFrame, partition: str, fingerprint_of: Callable[[str], str]
+) -> pl.DataFrame:
+    """`requests` (with `input`, `embedding_model`, and `vector`, `text_hash` and
+    `model_fingerprint` from request_embeddings), refused unless each vector is of the
+    request's text as model_requests now holds it, by the weights its embedding model names
+    now (`fingerprint_of`): after a re-landed file, another embedding model in the settings or
+    weights swapped under a name, request_embeddings materialized earlier would look up,
+    fold or index a text by a vector that is not its own. Rows written before the weights
+    were recorded (no fingerprint) are taken as they are."""
+    current = {name: fingerprint_of(name) for name in requests["embedding_model"].unique().to_list()}
     stale = [
         request_id
-        for request_id, text, stored_hash in requests.select("request_id", "input", "text_hash").iter_rows()
+        for request_id, text, model, stored_hash, stored_fingerprint in requests.select(
+            "request_id", "input", "embedding_model", "text_hash", "model_fingerprint"
+        ).iter_rows()
         if stored_hash != text_hash(text)
+        or (stored_fingerprint is not None and stored_fingerprint != current[model])
     ]
     if stale:
         raise dg.Failure(
-            f"{len(stale)} request(s) of {partition} have no embedding of their current text "
-            f"(first: {stale[0]!r}): request_embeddings is older than model_requests. Materialize "
-            "the partition again from request_embeddings on (the daily job runs them all)"
+            f"{len(stale)} request(s) of {partition} have no embedding of their current text by "
+            f"their current embedding model (first: {stale[0]!r}): request_embeddings is older "
+            "than model_requests or the model's weights. Materialize the partition again from "
+            "request_embeddings on (the daily job runs them all)"
         )
     return requests
 
@@ -103,6 +114,7 @@ def request_embeddings(context: dg.AssetExecutionContext, infercache: InferCache
                     "text_hash": [text_hash(t) for t in group["input"].to_list()],
                     "vector": pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32)),
                     "lookup_seconds": share,
+                    "model_fingerprint": infercache.embedding_fingerprint(embedding_model),
                 }
             )
         )
@@ -130,7 +142,7 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
             """
             SELECT r.request_id, r.input, r.canonical_request, r.semantic_scope,
                    r.semantic_threshold, r.semantic_verify, r.semantic_verify_threshold,
-                   r.embedding_model, m.vector, m.text_hash
+                   r.embedding_model, m.vector, m.text_hash, m.model_fingerprint
             FROM model_requests r
             JOIN exact_lookups e USING (partition, request_id)
             LEFT JOIN request_embeddings m USING (partition, request_id)
@@ -139,7 +151,9 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
             """,
             params=[partition],
         ).pl()
-        candidates = current_embeddings(candidates, partition).drop("text_hash")
+        candidates = current_embeddings(candidates, partition, infercache.embedding_fingerprint).drop(
+            "text_hash", "model_fingerprint"
+        )
         verifier = infercache.pair_verifier_for(candidates)
         for (embedding_model,), group in candidates.group_by(["embedding_model"], maintain_order=True):
             started = time.perf_counter()

@@ -56,9 +56,13 @@ class InferCacheResource(dg.ConfigurableResource):
         spec = self.settings().embedding_model(embedding_model)
         return load_embedder(spec.engine, spec.model_folder, spec.dtype)
 
+    def embedding_fingerprint(self, embedding_model: str) -> str:
+        """Which weights the model's name stands for now (EmbeddingModelSpec.fingerprint)."""
+        return self.settings().embedding_model(embedding_model).fingerprint()
+
     def embedding_cache(self, embedding_model: str) -> EmbeddingCache:
         dimension = self.embedder(embedding_model).dimension
-        fingerprint = self.settings().embedding_model(embedding_model).fingerprint()
+        fingerprint = self.embedding_fingerprint(embedding_model)
         return EmbeddingCache(self.locations.lance_folder, embedding_model, dimension, fingerprint)
 
     def pair_verifier(self) -> PairVerifier:
@@ -86,7 +90,7 @@ class InferCacheResource(dg.ConfigurableResource):
 
     def semantic_index(self, embedding_model: str) -> SemanticIndex:
         dimension = self.embedder(embedding_model).dimension
-        fingerprint = self.settings().embedding_model(embedding_model).fingerprint()
+        fingerprint = self.embedding_fingerprint(embedding_model)
         return SemanticIndex(
             self.locations.lance_folder, embedding_model, dimension, model_fingerprint=fingerprint
         )

@@ -71,7 +71,8 @@ TABLES: dict[str, str] = {
         request_id VARCHAR NOT NULL,
         text_hash VARCHAR NOT NULL,
         vector FLOAT[] NOT NULL,
-        lookup_seconds DOUBLE NOT NULL
+        lookup_seconds DOUBLE NOT NULL,
+        model_fingerprint VARCHAR
     """,
     "semantic_lookups": """
         partition VARCHAR NOT NULL,

@@ -279,7 +279,7 @@ def test_a_partition_where_no_namespace_verifies_never_loads_the_verifier(tmp_pa
     assert _metadata(second, "semantic_lookups")["verifier_pairs_read"] == 0
 
 
-def test_look_ups_never_use_request_embeddings_older_than_the_requests(tmp_path):
+def test_look_ups_never_use_request_embeddings_older_than_the_requests(tmp_path, monkeypatch):
     """Assets materialized on their own (from the UI, say) can leave request_embeddings
     behind model_requests: semantic reuse switched off since is honoured, and a vector of
     a text since changed is refused, never used to serve or fold another text."""
@@ -321,6 +321,23 @@ def test_look_ups_never_use_request_embeddings_older_than_the_requests(tmp_path)
     assert "(first: 'd2-2'): request_embeddings is older than model_requests" in str(
         failure.step_failure_data.error
     )
+
+    # Other weights under the model's name since: the stored vectors are not theirs.
+    _land(tmp_path, DAY2, DAY2_ROWS)
+    assert _materialize(resource, DAY2, instance).success
+    stored = _query(tmp_path, "SELECT DISTINCT model_fingerprint FROM request_embeddings")
+    assert stored["model_fingerprint"].to_list() == [resource.embedding_fingerprint("all-MiniLM-L6-v2")]
+    monkeypatch.setattr(InferCacheResource, "embedding_fingerprint", lambda self, name: "sha256:retrained")
+    result = dg.materialize(
+        [model_requests, exact_lookups, semantic_lookups],
+        partition_key=DAY2,
+        instance=instance,
+        resources={"infercache": resource},
+        raise_on_error=False,
+    )
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    assert failure.step_key == "semantic_lookups"
+    assert "by their current embedding model" in str(failure.step_failure_data.error)
 
 
 def test_write_back_applies_each_tenant_namespace_own_capacity_and_ttl(tmp_path):

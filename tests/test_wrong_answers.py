@@ -298,7 +298,11 @@ def test_a_request_whose_id_a_later_row_repeated_is_still_reportable(home):
             "'hi', 'k'::BLOB, '[]', 's', 'e', true, 0.9)",
             [day],
         )
-        con.execute("INSERT INTO request_embeddings VALUES (?, 'x-6', 'h', [1.0, 0.0]::FLOAT[], 0)", [day])
+        con.execute(
+            "INSERT INTO request_embeddings (partition, request_id, text_hash, vector, lookup_seconds) "
+            "VALUES (?, 'x-6', 'h', [1.0, 0.0]::FLOAT[], 0)",
+            [day],
+        )
         report = report_wrong_answer(con, day, "x-6", None, datetime(2026, 3, 1))
         assert (report["path"], report["served_key"], report["already_reported"]) == (
             "semantic",
