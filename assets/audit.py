@@ -10,7 +10,7 @@ from orchestration.resources import InferCacheResource
 from orchestration.review import recompute_command
 from storage.audits import audit_figures, audit_sample, compared, disagreement_note, record_audits
 from storage.config import ConfigError, Settings
-from storage.exact_store import open_store
+from storage.exact_store import open_store, transaction
 from storage.wrong_answers import report_wrong_answer
 
 _CALL_COLUMNS = ["request_id", "key", "model", "model_version", "params_json", "prefix", "input"]
@@ -47,7 +47,8 @@ def semantic_audit(context: dg.AssetExecutionContext, infercache: InferCacheReso
     audits = compared(sample, recomputed, text_similarity, min_text_similarity)
     disagreements = audits.filter(pl.col("agreed").not_())
     reported, known, overruled, now = 0, 0, 0, infercache.now()
-    with open_store(infercache.locations.duckdb_path) as con:
+    # The reports and the audit rows in one transaction: see storage.audits.record_audits.
+    with open_store(infercache.locations.duckdb_path) as con, transaction(con):
         for request_id, served, fresh, similarity in disagreements.select(
             "request_id", "served_answer_json", "audit_answer_json", "answer_similarity"
         ).iter_rows():

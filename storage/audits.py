@@ -77,30 +77,27 @@ def _outcomes_missing(con: duckdb.DuckDBPyConnection, partition: str) -> bool:
 
 def record_audits(con: duckdb.DuckDBPyConnection, partition: str, audits: pl.DataFrame) -> pl.DataFrame:
     """Replace the partition's audit rows, except those that found a different answer (the
-    re-run they ask for no longer audits them); returns the partition's rows after."""
-    con.execute("BEGIN TRANSACTION")
-    try:
+    re-run they ask for no longer audits them); returns the partition's rows after. Runs
+    inside the caller's transaction: the audit files its reports in the same one, so a
+    failure leaves neither (a report filed by a failed audit would read as old on the
+    retry, and its recompute would never be asked for)."""
+    con.execute(
+        "DELETE FROM semantic_audits WHERE partition = ? AND agreed IS DISTINCT FROM false", [partition]
+    )
+    if audits.height:
+        con.register("new_audits", audits.with_columns(partition=pl.lit(partition)).to_arrow())
         con.execute(
-            "DELETE FROM semantic_audits WHERE partition = ? AND agreed IS DISTINCT FROM false", [partition]
-        )
-        if audits.height:
-            con.register("new_audits", audits.with_columns(partition=pl.lit(partition)).to_arrow())
-            con.execute(
-                """
-                INSERT INTO semantic_audits BY NAME
-                SELECT * FROM new_audits n
-                WHERE NOT EXISTS (
-                    SELECT 1 FROM semantic_audits s
-                    WHERE s.partition = n.partition AND s.request_id = n.request_id
-                        AND s.served_key = n.served_key
-                )
-                """
+            """
+            INSERT INTO semantic_audits BY NAME
+            SELECT * FROM new_audits n
+            WHERE NOT EXISTS (
+                SELECT 1 FROM semantic_audits s
+                WHERE s.partition = n.partition AND s.request_id = n.request_id
+                    AND s.served_key = n.served_key
             )
-            con.unregister("new_audits")
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
+            """
+        )
+        con.unregister("new_audits")
     return con.sql(
         "SELECT * FROM semantic_audits WHERE partition = ? ORDER BY request_id", params=[partition]
     ).pl()

@@ -36,17 +36,24 @@ def replace_partition(
     """Delete-then-insert one partition's rows, so a re-run leaves the same state."""
     if table not in TABLES:
         raise ValueError(f"unknown table {table!r}")
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         con.execute(f"DELETE FROM {table} WHERE partition = ?", [partition])
         if frame.height:
             con.register("incoming_rows", frame.to_arrow())
             con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM incoming_rows")
             con.unregister("incoming_rows")
-        con.execute("COMMIT")
-    except Exception:
+
+
+@contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    """All of the block's statements, or none of them."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        yield
+    except BaseException:
         con.execute("ROLLBACK")
         raise
+    con.execute("COMMIT")
 
 
 def read_partition(con: duckdb.DuckDBPyConnection, table: str, partition: str) -> pl.DataFrame:

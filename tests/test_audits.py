@@ -194,6 +194,27 @@ def test_the_audit_reports_a_folded_answer_whose_label_the_model_would_not_give(
 
 
 @pytest.mark.slow
+def test_an_audit_that_fails_files_no_report_so_its_retry_asks_for_the_recompute(audited, monkeypatch):
+    """Reports and audit rows are one transaction: a report left by a failed audit would
+    read as filed before on the retry, and no recompute would ever be asked for."""
+    import assets.audit
+    from assets.audit import semantic_audit
+
+    home, materialize = audited
+
+    def disk_full(*args):
+        raise OSError("disk full")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(assets.audit, "record_audits", disk_full)
+        with pytest.raises(Exception, match="disk full"):  # the flow up to the audit ran
+            materialize()
+    assert _query(home, "SELECT count(*) FROM wrong_answer_reports").item() == 0
+    figures = materialize(assets=[semantic_audit])
+    assert _figures(figures, "disagreed", "reported_now", "reported_before") == (1, 1, 0)
+
+
+@pytest.mark.slow
 def test_a_reviewer_who_withdraws_an_audit_report_is_not_overruled_by_the_next_audit(audited):
     from orchestration.cli import main
 
