@@ -7,8 +7,6 @@ settings write overrides under `$INFERCACHE_HOME/config/`, read on top of them.
 from __future__ import annotations
 
 import copy
-import os
-import tempfile
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from storage.file_lock import exclusive_lock
+from storage.safe_files import exclusive_lock, replace_file
 
 DEFAULT_CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
 MODELS_FILE = "models.yaml"
@@ -209,7 +207,7 @@ def write_namespace_override(
             namespaces = tenants[tenant] = tenants.get(tenant) or {}
         current = {k: v for k, v in (namespaces.get(namespace) or {}).items() if k not in replacing}
         namespaces[namespace] = _deep_merge(current, values)
-        _replace_file(path, yaml.safe_dump(document, sort_keys=True))
+        replace_file(path, yaml.safe_dump(document, sort_keys=True))
     return path
 
 
@@ -223,15 +221,6 @@ def override_path(home: Path) -> Path:
             "set INFERCACHE_HOME to a folder of its own (the Makefile uses .infercache/)"
         )
     return path
-
-
-def _replace_file(path: Path, text: str) -> None:
-    """Write beside the file, then rename over it: readers see the old or the new, whole."""
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=path.name, delete=False) as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(handle.name, path)
 
 
 def _read_yaml(path: Path, missing_ok: bool = False) -> dict[str, Any]:

@@ -10,7 +10,7 @@ import lancedb
 import pyarrow as pa
 
 from storage.config import ConfigError
-from storage.file_lock import exclusive_lock
+from storage.safe_files import exclusive_lock, replace_file
 
 _SAFE_LITERAL = re.compile(r"^[A-Za-z0-9_.:\- ]*$")
 
@@ -46,38 +46,25 @@ def open_table(db: lancedb.DBConnection, name: str, schema: pa.Schema, model_fin
     Making a table is an overwrite commit: two writers making it at the same moment can
     both succeed, the second wiping rows the first added in between. So it is made under
     a lock on a file beside it, and whoever comes second opens what the first made."""
-    created = False
+    lock = Path(db.uri) / f".{name}.create.lock"
     try:
         table = db.open_table(name)
     except ValueError:  # not made yet
-        with exclusive_lock(Path(db.uri) / f".{name}.create.lock"):
+        with exclusive_lock(lock):
             try:
                 table = db.open_table(name)
             except ValueError:
-                table, created = db.create_table(name, schema=schema), True
+                table = db.create_table(name, schema=schema)
+                # In the same hold of the lock: whoever opens the new table meanwhile waits
+                # for this record before comparing its own weights with it.
+                if model_fingerprint is not None:
+                    _record_model(Path(db.uri), name, model_fingerprint)
+                return table
     _require_schema(table, name, schema)
     if model_fingerprint is not None:
-        _require_same_model(Path(db.uri), name, model_fingerprint, created)
+        with exclusive_lock(lock):
+            _require_same_model(Path(db.uri), name, model_fingerprint)
     return table
-
-
-def _require_same_model(folder: Path, name: str, fingerprint: str, created: bool) -> None:
-    """The table's vectors all come from the weights that first filled it. A table made
-    before this record was kept is taken to be the current model's; one made just now
-    (its folder deleted to start afresh) takes the current model's whatever was recorded."""
-    record = folder / f".{name}.model.json"
-    with exclusive_lock(folder / f".{name}.create.lock"):
-        if created or not record.exists():
-            record.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
-            return
-        stored = json.loads(record.read_text())["fingerprint"]
-    if stored != fingerprint:
-        raise TableShapeError(
-            f"the vector table {name!r} in {folder} was filled by other weights ({stored}) than "
-            f"the model now configured under that name ({fingerprint}): its vectors cannot be "
-            "compared with the new ones. Give the new model its own name in config/models.yaml, "
-            f"or delete {name}.lance and {record.name} to start the table afresh"
-        )
 
 
 def _require_schema(table, name: str, schema: pa.Schema) -> None:
@@ -95,3 +82,36 @@ def _require_schema(table, name: str, schema: pa.Schema) -> None:
 
 def vector_field(dimension: int) -> pa.Field:
     return pa.field("vector", pa.list_(pa.float32(), dimension))
+
+
+def _model_record(folder: Path, name: str) -> Path:
+    return folder / f".{name}.model.json"
+
+
+def _record_model(folder: Path, name: str, fingerprint: str) -> None:
+    replace_file(_model_record(folder, name), json.dumps({"fingerprint": fingerprint}) + "\n")
+
+
+def _require_same_model(folder: Path, name: str, fingerprint: str) -> None:
+    """The table's vectors all come from the weights that first filled it. A table made
+    before this record was kept is taken to be the current model's. The caller holds the
+    table's lock."""
+    record = _model_record(folder, name)
+    if not record.exists():
+        _record_model(folder, name, fingerprint)
+        return
+    try:
+        stored = json.loads(record.read_text())["fingerprint"]
+    except (ValueError, KeyError, TypeError):
+        raise TableShapeError(
+            f"{record} does not say which model's weights filled the vector table {name!r}: "
+            "delete it if the table was filled by the model now configured under that name "
+            f"(it is then recorded afresh), or delete {name}.lance too to start the table afresh"
+        ) from None
+    if stored != fingerprint:
+        raise TableShapeError(
+            f"the vector table {name!r} in {folder} was filled by other weights ({stored}) than "
+            f"the model now configured under that name ({fingerprint}): its vectors cannot be "
+            "compared with the new ones. Give the new model its own name in config/models.yaml, "
+            f"or delete {name}.lance and {record.name} to start the table afresh"
+        )

@@ -172,3 +172,12 @@ def test_writers_at_once_lose_nothing_and_readers_never_see_half_a_file(tmp_path
     expected = {f"ns-{writer}-{index}" for writer in range(writers) for index in range(writes)}
     assert expected <= set(overrides), sorted(expected - set(overrides))[:5]
     assert reads > 0
+
+
+def test_a_written_override_file_keeps_its_permissions(tmp_path):
+    path = write_namespace_override(tmp_path, "faq", {"semantic": {"threshold": 0.9}})
+    path.chmod(0o640)
+    write_namespace_override(tmp_path, "faq", {"semantic": {"threshold": 0.85}})
+    assert path.stat().st_mode & 0o777 == 0o640
+    # No temporary file left behind: the file itself and its lock.
+    assert sorted(p.name for p in path.parent.iterdir()) == ["namespaces.yaml", "namespaces.yaml.lock"]

@@ -99,3 +99,37 @@ def test_the_pipeline_resource_records_and_checks_the_model_weights(tmp_path):
         resource.embedding_cache("all-MiniLM-L6-v2")
     with pytest.raises(ConfigError, match="was filled by other weights"):
         resource.semantic_index("all-MiniLM-L6-v2")
+
+
+def test_two_models_making_one_table_at_once_never_both_fill_it(tmp_path):
+    """Whichever makes the table records its weights before anyone else compares with them."""
+    import json
+
+    for trial in range(10):
+        folder = tmp_path / str(trial)
+        start = threading.Barrier(6)
+        accepted: list[str] = []
+
+        def fill(fingerprint, folder=folder, start=start, accepted=accepted):
+            start.wait()
+            try:
+                EmbeddingCache(folder, "my-model", 4, fingerprint).put([fingerprint], np.ones((1, 4)))
+                accepted.append(fingerprint)
+            except ConfigError:
+                pass
+
+        threads = [threading.Thread(target=fill, args=(f"sha256:{i % 2}",)) for i in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(set(accepted)) == 1 and len(accepted) == 3, accepted
+        recorded = json.loads((folder / ".embeddings__my_model.model.json").read_text())["fingerprint"]
+        assert recorded == accepted[0]
+
+
+def test_an_unreadable_weights_record_is_a_clear_error(tmp_path):
+    EmbeddingCache(tmp_path, "my-model", 4, "sha256:first")
+    (tmp_path / ".embeddings__my_model.model.json").write_text("")  # a crash mid-write, say
+    with pytest.raises(ConfigError, match="does not say which model's weights filled"):
+        EmbeddingCache(tmp_path, "my-model", 4, "sha256:first")

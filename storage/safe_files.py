@@ -1,0 +1,45 @@
+"""Files that several processes write: an exclusive lock, and replacing a file whole."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def exclusive_lock(lock_path: Path) -> Iterator[None]:
+    """Held until the block ends. Each entry opens the file anew, so two threads of one
+    process exclude each other as two processes do (flock locks an open file, not a pid)."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def replace_file(path: Path, text: str) -> None:
+    """Write beside the file, then rename over it: readers see the old or the new, whole,
+    and a crash leaves the old. The file keeps its permissions (a new one gets the usual)."""
+    if path.exists():
+        mode = path.stat().st_mode & 0o777
+    else:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    handle = tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False)
+    try:
+        with handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(handle.name, mode)
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
