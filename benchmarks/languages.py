@@ -5,7 +5,7 @@ For an English-only model, the shipped rule (storage/languages.py: scripts, then
 detector's reading unless enough of the words are English) beside scripts and the detector
 alone at 0.7 (the rule before it), on
 English texts (the workloads and written families of benchmarks/data and
-inference/verifier_data, and QQP questions) and on questions written in eight other
+inference/verifier_data, and QQP questions) and on questions written in nine other
 Latin-script languages (benchmarks/data/foreign_questions.jsonl: a tuning part the
 thresholds were chosen on, and a holdout part written after). An English text switched
 off loses semantic reuse; a foreign text left on is looked up by a model that cannot read it.

@@ -22,12 +22,34 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
     can't i'm it's let let's vs etc ok""".split()
 )
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+_APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+# What English hangs on a word after an apostrophe (where's, you're, I've, we'll, he'd, I'm).
+_CLITICS = frozenset({"s", "re", "ve", "ll", "d", "m"})
 
 
 def english_word_share(text: str) -> float:
-    """The share of the text's words (runs of letters) that are English; 1.0 for none."""
-    words = [word.lower() for word in _WORD.findall(text)]
-    if not words:
-        return 1.0
-    english = sum(word in FUNCTION_WORDS or (len(word) >= 4 and bool(lemmas(word))) for word in words)
-    return english / len(words)
+    """The share of the text's words (runs of letters) that are English; 1.0 for none.
+
+    A capitalised word after the first that is not English is a name ("Flights from São
+    Paulo to Rio de Janeiro"), neither English nor foreign: it is left out of the count
+    (German capitalises its nouns; its other words still count)."""
+    tokens = _WORD.findall(text.translate(_APOSTROPHES))
+    english = counted = 0
+    for position, token in enumerate(tokens):
+        if _is_english(token.lower()):
+            english += 1
+        elif position > 0 and token.istitle():  # an acronym (CSV, USB) still counts
+            continue
+        counted += 1
+    return english / counted if counted else 1.0
+
+
+def _is_english(word: str) -> bool:
+    if word in FUNCTION_WORDS or (len(word) >= 4 and bool(lemmas(word))):
+        return True
+    stem, apostrophe, clitic = word.partition("'")
+    if not apostrophe:
+        return False
+    if clitic == "t" and stem.endswith("n"):  # hasn't, wouldn't, isn't
+        return _is_english(stem[:-1])
+    return clitic in _CLITICS and _is_english(stem)

@@ -56,12 +56,13 @@ def test_latin_script_text_in_another_language_is_detected():
         "What is 180°C in Fahrenheit?",  # German 0.80 to the detector
         "convert 30°C to fahrenheit",  # German 0.72
         "What percentage is German Mehrwertsteuer at the standard rate?",  # German 0.83
+        "Flights from São Paulo to Rio de Janeiro",  # Portuguese 0.51: names are left out
     ],
 )
 def test_english_that_the_detector_misreads_keeps_semantic_reuse(text):
     """Units and names mislead the n-gram detector; the words are still English."""
     (detected,) = detect_languages([text])
-    assert detected[0] != "en" and detected[1] >= 0.7  # what the detector alone would do
+    assert detected[0] != "en" and detected[1] >= 0.5  # what the detector alone would do
     assert coverage_gap(text, "all-MiniLM-L6-v2", ("en",), detected) is None
 
 
@@ -88,6 +89,10 @@ def test_english_word_share_counts_function_words_and_wordnet_words():
     assert english_word_share("How do I reset my password?") == 1.0
     assert english_word_share("Wie kann ich mein Passwort zurücksetzen?") < 0.2
     assert english_word_share("180 / 32") == 1.0  # no words: nothing foreign in it
+    assert english_word_share("Where\u2019s my order? It hasn\u2019t arrived, I've checked") == 1.0
+    # German nouns are capitalised like names; the other words still say German.
+    assert english_word_share("Liefern Sie auch ins Ausland?") == 0.0
+    assert english_word_share("Comment exporter mes contacts vers un fichier CSV ?") < 0.5  # CSV counts
 
 
 def test_keying_marks_uncovered_requests_exact_only(tmp_path, settings):
