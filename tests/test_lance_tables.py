@@ -53,12 +53,17 @@ def _weights(folder, content: bytes):
 def test_the_fingerprint_tells_weights_apart_wherever_they_lie(tmp_path):
     from storage.model_fingerprint import folder_fingerprint
 
-    big = bytes(range(256)) * (16 * 1024)  # 4 MiB: sampled, not read whole
+    big = bytes(range(256)) * (16 * 1024)  # 4 MiB
     tuned = bytearray(big)
-    tuned[len(big) // 2 + 10] ^= 1  # one byte of the middle slice
+    tuned[100_000] ^= 1  # one byte of one early layer
     same = folder_fingerprint(_weights(tmp_path / "a", big))
     assert folder_fingerprint(_weights(tmp_path / "copy", big)) == same
     assert folder_fingerprint(_weights(tmp_path / "tuned", bytes(tuned))) != same
+    # An export for another runtime beside the weights is not other weights.
+    exported = _weights(tmp_path / "exported", big)
+    (exported / "onnx").mkdir()
+    (exported / "onnx" / "model.onnx").write_bytes(b"graph")
+    assert folder_fingerprint(exported) == same
 
 
 def test_other_weights_under_the_same_model_name_are_refused(tmp_path):
