@@ -13,6 +13,7 @@ from inference.embedder import load_embedder
 from inference.pair_conflicts import assess
 from inference.pair_data import LabelledFileError, read_pairs, read_workload
 from inference.pair_verifier import UNREAD_PAIR, VERIFIER_BASE_MODEL, load_verifier
+from storage.calibration import Operating
 from storage.config import ConfigError, NamespaceSettings, Settings
 from storage.input_length import cut_short
 from storage.keys import normalized_text
@@ -185,6 +186,24 @@ class CalibrationSource:
         return self.pairs or self.workload
 
 
+def calibrated_settings(chosen: Operating | None, record: dict) -> dict:
+    """What calibrate writes into the namespace's settings for its choice (None: no setting
+    met the target, so semantic reuse goes off), with `record` saying how it was chosen."""
+    if chosen is None:
+        return {
+            "semantic": {"enabled": False},
+            "calibration": {**record, "result": "no setting met the target"},
+        }
+    semantic = {"enabled": True, "threshold": chosen.threshold, "verify": chosen.verify_threshold is not None}
+    if chosen.verify_threshold is not None:
+        # Plain cosine leaves the verifier's threshold as it was, for whoever turns it back on.
+        semantic["verify_threshold"] = chosen.verify_threshold
+    return {
+        "semantic": semantic,
+        "calibration": {**record, "precision": chosen.precision, "recall": chosen.recall},
+    }
+
+
 def calibrate(
     settings: Settings,
     home: Path,
@@ -230,24 +249,7 @@ def calibrate(
         "max_wrong_rate": max_wrong_rate,
         "calibrated_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    if chosen is None:
-        values = {
-            "semantic": {"enabled": False},
-            "calibration": {**record, "result": "no setting met the target"},
-        }
-    else:
-        semantic = {
-            "enabled": True,
-            "threshold": chosen.threshold,
-            "verify": chosen.verify_threshold is not None,
-        }
-        if chosen.verify_threshold is not None:
-            # Plain cosine leaves the verifier's threshold as it was, for whoever turns it back on.
-            semantic["verify_threshold"] = chosen.verify_threshold
-        values = {
-            "semantic": semantic,
-            "calibration": {**record, "precision": chosen.precision, "recall": chosen.recall},
-        }
+    values = calibrated_settings(chosen, record)
     # The record is this run's alone: nothing of an earlier calibration's result stays beside it.
     written = write_namespace_override(home, namespace, values, tenant=tenant, replacing=("calibration",))
     return {

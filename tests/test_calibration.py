@@ -191,3 +191,27 @@ def test_the_replay_counts_across_blocks_match_the_stores_replay(tmp_path):
         assert report["semantic_skipped"] > 0 and point.served < unskipped.served
         assert (point.served, point.right) == (report["semantic_hits"], report["right_semantic_hits"])
         assert point.recall == pytest.approx(report["recall"])
+
+
+def test_what_calibrate_writes_for_each_kind_of_choice(tmp_path):
+    """Plain cosine turns the verifier off and leaves its threshold as it was; no choice
+    turns semantic reuse off; a verified choice writes both thresholds."""
+    from orchestration.evaluation import calibrated_settings
+    from storage.calibration import Operating
+    from storage.config import load_settings, write_namespace_override
+
+    default = load_settings().namespace("faq", "acme").semantic
+    record = {"source": "pairs.jsonl"}
+    plain = Operating(0.9, None, served=40, right=40, precision=1.0, recall=0.5, positives=80)
+    write_namespace_override(tmp_path, "faq", calibrated_settings(plain, record), tenant="acme")
+    written = load_settings(home=tmp_path).namespace("faq", "acme").semantic
+    assert (written.enabled, written.threshold, written.verify) == (True, 0.9, False)
+    assert written.verify_threshold == default.verify_threshold
+
+    verified = Operating(0.7, 0.95, served=60, right=60, precision=1.0, recall=0.75, positives=80)
+    write_namespace_override(tmp_path, "faq", calibrated_settings(verified, record), tenant="acme")
+    written = load_settings(home=tmp_path).namespace("faq", "acme").semantic
+    assert (written.threshold, written.verify, written.verify_threshold) == (0.7, True, 0.95)
+
+    write_namespace_override(tmp_path, "faq", calibrated_settings(None, record), tenant="acme")
+    assert load_settings(home=tmp_path).namespace("faq", "acme").semantic.enabled is False
