@@ -10,6 +10,7 @@ import polars as pl
 from assets.partitions import PARTITION_FLOW
 from inference.pair_verifier import verifier_counts
 from orchestration.resources import InferCacheResource
+from storage.config import ConfigError
 from storage.exact_store import (
     lookup_exact,
     open_store,
@@ -73,7 +74,16 @@ def current_embeddings(
     weights swapped under a name, request_embeddings materialized earlier would look up,
     fold or index a text by a vector that is not its own. Rows written before the weights
     were recorded (no fingerprint) are taken as they are."""
-    current = {name: fingerprint_of(name) for name in requests["embedding_model"].unique().to_list()}
+    current = {}
+    for name in requests["embedding_model"].unique().to_list():
+        try:
+            current[name] = fingerprint_of(name)
+        except ConfigError as error:
+            raise dg.Failure(
+                f"model_requests of {partition} name the embedding model {name!r}, which the "
+                f"configuration cannot give ({error}): configure it again, or materialize the "
+                "partition again from model_requests on, to key its requests afresh"
+            ) from None
     stale = [
         request_id
         for request_id, text, model, stored_hash, stored_fingerprint in requests.select(

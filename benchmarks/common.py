@@ -44,8 +44,9 @@ def embed_through_cache(texts: list[str], model: str = "all-MiniLM-L6-v2") -> tu
     from storage.embedding_cache import EmbeddingCache
 
     # float32: the vectors are computed once and kept, so the dtype's speed does not matter here.
-    embedder = SentenceEmbedder(load_settings().embedding_model(model).model_folder(), "float32")
-    cache = EmbeddingCache(DATA / "lance", model, embedder.dimension)
+    spec = load_settings().embedding_model(model)
+    embedder = SentenceEmbedder(spec.model_folder(), "float32")
+    cache = EmbeddingCache(DATA / "lance", model, embedder.dimension, spec.fingerprint())
     return cache.embed(texts, embedder)
 
 

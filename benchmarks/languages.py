@@ -52,10 +52,13 @@ def main(argv: list[str] | None = None) -> int:
     english = english_texts(args.qqp)
     foreign = [json.loads(line) for line in FOREIGN.read_text().splitlines() if line.strip()]
     foreign_texts = [row["text"] for row in foreign]
+    # The same questions in Title Case: every word capitalised, none of them a name.
+    title_texts = [text.title() for text in foreign_texts]
     started = time.perf_counter()
     english_detected = detect_languages(english)
     foreign_detected = detect_languages(foreign_texts)
     detect_seconds = time.perf_counter() - started
+    title_detected = detect_languages(title_texts)
     rules = {
         "shipped": lambda text, detected: coverage_gap(text, "m", ("en",), detected),
         "detector_alone_0.7": lambda text, detected: (
@@ -83,6 +86,7 @@ def main(argv: list[str] | None = None) -> int:
                 part: sum(off for row, off in zip(foreign, foreign_off, strict=True) if row["part"] == part)
                 for part in ("tuning", "holdout")
             },
+            "foreign_caught_in_title_case": sum(_switched_off(title_texts, title_detected, rule)),
             "foreign_missed": [
                 f"{row['language']}: {row['text']}"
                 for row, off in zip(foreign, foreign_off, strict=True)

@@ -25,20 +25,30 @@ _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 # What English hangs on a word after an apostrophe (where's, you're, I've, we'll, he'd, I'm).
 _CLITICS = frozenset({"s", "re", "ve", "ll", "d", "m"})
+_SENTENCE_END = re.compile(r"[.!?¿¡:;]")
+# Fewer lower-case words than this and the text is in Title Case (or too short to tell).
+_LOWER_CASE_WORDS_FOR_NAMES = 2
 
 
 def english_word_share(text: str) -> float:
     """The share of the text's words (runs of letters) that are English; 1.0 for none.
 
-    A capitalised word after the first that is not English is a name ("Flights from São
-    Paulo to Rio de Janeiro"), neither English nor foreign: it is left out of the count
-    (German capitalises its nouns; its other words still count)."""
-    tokens = _WORD.findall(text.translate(_APOSTROPHES))
+    A capitalised word that is not English and does not begin a sentence is a name
+    ("Flights from São Paulo to Rio de Janeiro"), neither English nor foreign: it is left
+    out of the count (German capitalises its nouns; its other words still count). Only
+    where the text has lower-case words to judge by: in Title Case every word is
+    capitalised, and none is taken for a name."""
+    words = list(_WORD.finditer(text.translate(_APOSTROPHES)))
+    names_possible = sum(word.group().islower() for word in words) >= _LOWER_CASE_WORDS_FOR_NAMES
     english = counted = 0
-    for position, token in enumerate(tokens):
+    previous_end = 0
+    for word in words:
+        token = word.group()
+        begins_sentence = previous_end == 0 or bool(_SENTENCE_END.search(text, previous_end, word.start()))
+        previous_end = word.end()
         if _is_english(token.lower()):
             english += 1
-        elif position > 0 and token.istitle():  # an acronym (CSV, USB) still counts
+        elif names_possible and not begins_sentence and token.istitle():  # acronyms (CSV) count
             continue
         counted += 1
     return english / counted if counted else 1.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,21 +25,18 @@ def exclusive_lock(lock_path: Path) -> Iterator[None]:
 
 def replace_file(path: Path, text: str) -> None:
     """Write beside the file, then rename over it: readers see the old or the new, whole,
-    and a crash leaves the old. The file keeps its permissions (a new one gets the usual)."""
-    if path.exists():
-        mode = path.stat().st_mode & 0o777
-    else:
-        umask = os.umask(0)
-        os.umask(umask)
-        mode = 0o666 & ~umask
-    handle = tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False)
+    and a crash leaves the old. The file keeps its permissions; a new one gets what the
+    process's umask gives (never changed here: other threads create files meanwhile)."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}")
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with handle:
+        with os.fdopen(descriptor, "w") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(handle.name, mode)
-        os.replace(handle.name, path)
+        if path.exists():
+            os.chmod(temporary, path.stat().st_mode & 0o777)
+        os.replace(temporary, path)
     except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise

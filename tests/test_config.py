@@ -181,3 +181,14 @@ def test_a_written_override_file_keeps_its_permissions(tmp_path):
     assert path.stat().st_mode & 0o777 == 0o640
     # No temporary file left behind: the file itself and its lock.
     assert sorted(p.name for p in path.parent.iterdir()) == ["namespaces.yaml", "namespaces.yaml.lock"]
+
+
+def test_a_new_override_file_gets_the_usual_permissions(tmp_path):
+    import os
+
+    umask = os.umask(0o027)
+    try:
+        path = write_namespace_override(tmp_path, "faq", {"semantic": {"threshold": 0.9}})
+    finally:
+        os.umask(umask)
+    assert path.stat().st_mode & 0o777 == 0o640

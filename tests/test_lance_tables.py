@@ -138,3 +138,29 @@ def test_an_unreadable_weights_record_is_a_clear_error(tmp_path):
     (tmp_path / ".embeddings__my_model.model.json").write_text("")  # a crash mid-write, say
     with pytest.raises(ConfigError, match="does not say which model's weights filled"):
         EmbeddingCache(tmp_path, "my-model", 4, "sha256:first")
+
+
+def test_requests_naming_an_embedding_model_no_longer_configured_fail_clearly():
+    """Stored vectors are checked against the weights the name stands for; a name the
+    configuration lost says which partition and what to do."""
+    import dagster as dg
+    import polars as pl
+
+    from assets.lookups import current_embeddings
+    from storage.keys import text_hash
+
+    def fingerprint_of(name):
+        raise ConfigError(f"unknown embedding model {name!r}")
+
+    requests = pl.DataFrame(
+        {
+            "request_id": ["r-1"],
+            "input": ["How do I reset my password?"],
+            "embedding_model": ["gone-model"],
+            "text_hash": [text_hash("How do I reset my password?")],
+            "model_fingerprint": ["sha256:old"],
+        }
+    )
+    with pytest.raises(dg.Failure, match="of 2026-03-01 name the embedding model 'gone-model'"):
+        current_embeddings(requests, "2026-03-01", fingerprint_of)
+    assert current_embeddings(requests, "2026-03-01", lambda name: "sha256:old") is requests

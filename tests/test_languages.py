@@ -72,6 +72,8 @@ def test_english_that_the_detector_misreads_keeps_semantic_reuse(text):
         "Est-ce que vous livrez à l'étranger ?",  # French 0.62
         "Quero cancelar o meu pedido de ontem",  # Portuguese 0.58
         "¿Cuál es la capital de Australia?",  # Spanish 0.63
+        "Wo Kann Ich Ein Hotel In Berlin Buchen",  # Title Case: no word of it is a name
+        "Preciso De Um Hotel Barato Em Lisboa",  # Portuguese 0.54, Title Case
     ],
 )
 def test_foreign_text_read_with_middling_confidence_gets_exact_matching_only(text):
@@ -93,6 +95,10 @@ def test_english_word_share_counts_function_words_and_wordnet_words():
     # German nouns are capitalised like names; the other words still say German.
     assert english_word_share("Liefern Sie auch ins Ausland?") == 0.0
     assert english_word_share("Comment exporter mes contacts vers un fichier CSV ?") < 0.5  # CSV counts
+    # A sentence's first word is no name, nor is any word of a text in Title Case.
+    assert english_word_share("Necesito ayuda. Quiero cancelar mi pedido") == 0.0
+    assert english_word_share("Come Posso Cambiare La Password Del Router") < 0.5
+    assert english_word_share("Train from München Hauptbahnhof to Zürich") == 1.0
 
 
 def test_keying_marks_uncovered_requests_exact_only(tmp_path, settings):
