@@ -111,9 +111,8 @@ def request_embeddings(context: dg.AssetExecutionContext, infercache: InferCache
     frames, embedded_now = [], 0
     for (embedding_model,), group in candidates.group_by(["embedding_model"], maintain_order=True):
         started = time.perf_counter()
-        vectors, new = infercache.embedding_cache(embedding_model).embed(
-            group["input"].to_list(), infercache.embedder(embedding_model)
-        )
+        cache = infercache.embedding_cache(embedding_model)
+        vectors, new = cache.embed(group["input"].to_list(), infercache.embedder(embedding_model))
         share = (time.perf_counter() - started) / group.height
         embedded_now += new
         frames.append(
@@ -124,7 +123,7 @@ def request_embeddings(context: dg.AssetExecutionContext, infercache: InferCache
                     "text_hash": [text_hash(t) for t in group["input"].to_list()],
                     "vector": pl.Series(vectors.tolist(), dtype=pl.List(pl.Float32)),
                     "lookup_seconds": share,
-                    "model_fingerprint": infercache.embedding_fingerprint(embedding_model),
+                    "model_fingerprint": cache.model_fingerprint,
                 }
             )
         )

@@ -195,7 +195,6 @@ def write_namespace_override(
     see half a file: the read-merge-write runs under an exclusive lock, and the new document
     replaces the old in one rename."""
     path = override_path(home)
-    path.parent.mkdir(parents=True, exist_ok=True)
     with exclusive_lock(path.with_name(path.name + ".lock")):
         document = _read_yaml(path, missing_ok=True)
         _namespace_sections(document, path)

@@ -26,6 +26,7 @@ class EmbeddingCache:
         weights filled under the same name; None skips that check."""
         self.embedding_model = embedding_model
         self.dimension = dimension
+        self.model_fingerprint = model_fingerprint
         schema = pa.schema([pa.field("text_hash", pa.string()), vector_field(dimension)])
         self._table = open_table(
             lancedb.connect(str(folder)), table_name("embeddings", embedding_model), schema, model_fingerprint

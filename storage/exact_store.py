@@ -129,8 +129,7 @@ def record_hits(con: duckdb.DuckDBPyConnection, served_keys: list[bytes], now: d
 def write_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame, partition: str | None) -> int:
     """Store new entries: replace any row with the same key, and (for a partition)
     every row that partition wrote before, so a re-run gives the same state."""
-    con.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(con):
         if partition is not None:
             con.execute("DELETE FROM cache_entries WHERE source_partition = ?", [partition])
         if entries.height:
@@ -138,10 +137,6 @@ def write_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame, partiti
             con.execute("DELETE FROM cache_entries WHERE key IN (SELECT key FROM new_entries)")
             con.execute("INSERT INTO cache_entries BY NAME SELECT * FROM new_entries")
             con.unregister("new_entries")
-        con.execute("COMMIT")
-    except Exception:
-        con.execute("ROLLBACK")
-        raise
     return entries.height
 
 

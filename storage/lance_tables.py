@@ -46,7 +46,8 @@ def open_table(db: lancedb.DBConnection, name: str, schema: pa.Schema, model_fin
     Making a table is an overwrite commit: two writers making it at the same moment can
     both succeed, the second wiping rows the first added in between. So it is made under
     a lock on a file beside it, and whoever comes second opens what the first made."""
-    lock = Path(db.uri) / f".{name}.create.lock"
+    folder = Path(db.uri)
+    lock = folder / f".{name}.create.lock"
     try:
         table = db.open_table(name)
     except ValueError:  # not made yet
@@ -58,12 +59,12 @@ def open_table(db: lancedb.DBConnection, name: str, schema: pa.Schema, model_fin
                 # In the same hold of the lock: whoever opens the new table meanwhile waits
                 # for this record before comparing its own weights with it.
                 if model_fingerprint is not None:
-                    _record_model(Path(db.uri), name, model_fingerprint)
+                    _record_model(folder, name, model_fingerprint)
                 return table
     _require_schema(table, name, schema)
     if model_fingerprint is not None:
         with exclusive_lock(lock):
-            _require_same_model(Path(db.uri), name, model_fingerprint)
+            _require_same_model(folder, name, model_fingerprint)
     return table
 
 
