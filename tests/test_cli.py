@@ -1,9 +1,13 @@
-"""`infercache demo --json` as a user runs it: a separate process, one JSON document on stdout."""
+"""The `infercache` command line. `demo --json` and one `evaluate` run as a user runs them, a
+separate process with one JSON document on stdout; the other commands run through `main` in
+this process, so that the models load once for the suite and not once a command."""
 
+import io
 import json
 import os
 import subprocess
 import sys
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
@@ -21,14 +25,11 @@ LONG_START = (
 COUNTED_PATHS = ("quarantined", "exact_hits", "semantic_hits", "folded", "model_calls", "failed")
 
 
-def _demo(home: Path) -> list[dict]:
-    return _cli(home, "demo")
-
-
 @pytest.fixture(scope="module")
 def demo_twice(tmp_path_factory):
+    """The first run as a separate process (the README's command), the second in this one."""
     home = tmp_path_factory.mktemp("home")
-    return home, _demo(home), _demo(home)
+    return home, _cli_process(home, "demo"), _cli(home, "demo")
 
 
 def test_demo_json_reports_three_days_served_from_day_one(demo_twice):
@@ -51,19 +52,46 @@ def test_demo_is_reproducible_when_run_again(demo_twice):
     assert [{k: r[k] for k in keep} for r in first] == [{k: r[k] for k in keep} for r in second]
 
 
-def _cli(home: Path, *args: str) -> dict:
+def _process(home: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
     env = {**os.environ, "INFERCACHE_HOME": str(home)}
     env.pop("DAGSTER_HOME", None)
-    done = subprocess.run(
-        [sys.executable, "-m", "orchestration.cli", *args, "--json"],
+    return subprocess.run(
+        [sys.executable, "-m", "orchestration.cli", *args],
         capture_output=True,
         text=True,
         env=env,
-        timeout=600,
+        timeout=timeout,
         check=False,
     )
+
+
+def _cli_process(home: Path, *args: str) -> dict:
+    done = _process(home, *args, "--json")
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)  # fails unless stdout is exactly one JSON document
+
+
+def _main(home: Path, *args: str) -> tuple[int, str, str]:
+    """`infercache ARGS` in this process under INFERCACHE_HOME=home: (exit status, stdout,
+    stderr). The environment the command sets (INFERCACHE_HOME, DAGSTER_HOME) is put back."""
+    from orchestration.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("INFERCACHE_HOME", str(home))
+        patch.delenv("DAGSTER_HOME", raising=False)
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                status = main(list(args))
+            except SystemExit as stop:  # argparse refuses its arguments so
+                status = stop.code
+    return status, out.getvalue(), err.getvalue()
+
+
+def _cli(home: Path, *args: str) -> dict:
+    status, out, err = _main(home, *args, "--json")
+    assert status == 0, err[-3000:]
+    return json.loads(out)  # fails unless stdout is exactly one JSON document
 
 
 def _workload(folder: Path, rows: list[dict]) -> Path:
@@ -123,15 +151,16 @@ def test_evaluate_skips_by_the_models_its_settings_name(tmp_path):
     assert _cli(tmp_path, *args, "--no-verify")["semantic_skipped"] == 0
     # Read by a person: one line a skipped request, a long one shortened.
     long_text = "The payment service returned errors this morning. " * 40
-    shown = subprocess.run(
-        [sys.executable, "-m", "orchestration.cli", "evaluate", "--workload"]
-        + [str(_workload(tmp_path, [{"text": long_text, "group": "long"}])), "--no-verify"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "INFERCACHE_HOME": str(tmp_path)},
-        timeout=600,
-        check=True,
-    ).stdout
+    # As a separate process: what a person sees on stdout, and nothing else there.
+    done = _process(
+        tmp_path,
+        "evaluate",
+        "--workload",
+        str(_workload(tmp_path, [{"text": long_text, "group": "long"}])),
+        "--no-verify",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    shown = done.stdout
     (line,) = [line for line in shown.splitlines() if line.startswith("exact only: ")]
     assert "longer than all-MiniLM-L6-v2 reads (256 word pieces)" in line and len(line) < 250
     assert "semantic_skipped  1" in shown
@@ -283,16 +312,9 @@ def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path)
     # calibration stands (it is not switched off for want of data).
     few = tmp_path / "few.jsonl"
     few.write_text("".join(json.dumps(r) + "\n" for r in rows[:5] + rows[30:35]))
-    refused = subprocess.run(
-        [sys.executable, "-m", "orchestration.cli", *args[:2], str(few), *args[3:]],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "INFERCACHE_HOME": str(tmp_path)},
-        timeout=600,
-        check=False,
-    )
-    assert refused.returncode == 2 and "settings were left as they were" in refused.stderr
-    assert "Traceback" not in refused.stderr
+    status, _, said = _main(tmp_path, *args[:2], str(few), *args[3:])
+    assert status == 2 and "settings were left as they were" in said
+    assert "Traceback" not in said
     assert load_settings(home=tmp_path).namespace("faq", "acme").semantic == tuned
 
 
@@ -335,25 +357,19 @@ def test_calibrate_from_a_workload_replays_it_and_writes_what_it_chose(tmp_path)
 
 
 def test_calibrate_reads_pairs_or_a_workload_not_both(tmp_path):
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "orchestration.cli",
-            "calibrate",
-            "--pairs",
-            "p.jsonl",
-            "--workload",
-            "w.jsonl",
-        ]
-        + ["--tenant", "acme", "--namespace", "faq"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "INFERCACHE_HOME": str(tmp_path)},
-        timeout=120,
-        check=False,
+    status, _, said = _main(
+        tmp_path,
+        "calibrate",
+        "--pairs",
+        "p.jsonl",
+        "--workload",
+        "w.jsonl",
+        "--tenant",
+        "acme",
+        "--namespace",
+        "faq",
     )
-    assert done.returncode == 2 and "not allowed with argument" in done.stderr
+    assert status == 2 and "not allowed with argument" in said
 
 
 def test_evaluate_refuses_what_cannot_work_before_a_model_loads(tmp_path, monkeypatch, capsys):
