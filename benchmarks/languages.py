@@ -7,8 +7,12 @@ alone at 0.7 (the rule before it), on
 English texts (the workloads and written families of benchmarks/data and
 inference/verifier_data, and QQP questions) and on questions written in nine other
 Latin-script languages (benchmarks/data/foreign_questions.jsonl: a tuning part the
-thresholds were chosen on, and a holdout part written after). An English text switched
-off loses semantic reuse; a foreign text left on is looked up by a model that cannot read it.
+thresholds were chosen on, and a holdout part written after) and on short requests of two
+or three words in those languages (benchmarks/data/foreign_short_requests.jsonl: the
+tuning part decided that texts of two words or more are read, the holdout part was set
+aside before). The rule before that, which read only texts of four words or more, stands
+beside it. An English text switched off loses semantic reuse; a foreign text left on is
+looked up by a model that cannot read it.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import time
 from benchmarks.common import REPO, WORKLOADS_FOLDER, qqp_questions
 
 FOREIGN = WORKLOADS_FOLDER / "foreign_questions.jsonl"
+FOREIGN_SHORT = WORKLOADS_FOLDER / "foreign_short_requests.jsonl"
 ENGLISH_SOURCES = (WORKLOADS_FOLDER, REPO / "inference" / "verifier_data")
 EXAMPLES = 10
 
@@ -29,7 +34,7 @@ def english_texts(qqp: int) -> list[str]:
     texts: set[str] = set()
     for folder in ENGLISH_SOURCES:
         for path in sorted(folder.rglob("*.jsonl")):
-            if path == FOREIGN:
+            if path in (FOREIGN, FOREIGN_SHORT):
                 continue
             for line in path.read_text().splitlines():
                 row = json.loads(line) if line.strip() else {}
@@ -41,6 +46,26 @@ def _switched_off(texts, detections, rule) -> list[bool]:
     return [rule(text, detected) is not None for text, detected in zip(texts, detections, strict=True)]
 
 
+def _read_from_four_words(rule):
+    """A rule as it stood when texts under four words were not given to the detector."""
+    return lambda text, detected: rule(text, detected if len(text.split()) >= 4 else None)
+
+
+def _labelled(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _caught(rows: list[dict], off: list[bool]) -> dict:
+    return {
+        part: sum(o for row, o in zip(rows, off, strict=True) if row["part"] == part)
+        for part in ("tuning", "holdout")
+    }
+
+
+def _missed(rows: list[dict], off: list[bool]) -> list[str]:
+    return [f"{row['language']}: {row['text']}" for row, o in zip(rows, off, strict=True) if not o]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks languages", description=__doc__)
     parser.add_argument("--qqp", type=int, default=20000, help="QQP questions added to the English texts")
@@ -50,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
 
     load_detector()
     english = english_texts(args.qqp)
-    foreign = [json.loads(line) for line in FOREIGN.read_text().splitlines() if line.strip()]
+    short = [len(text.split()) < 4 for text in english]
+    foreign, foreign_short = _labelled(FOREIGN), _labelled(FOREIGN_SHORT)
     foreign_texts = [row["text"] for row in foreign]
     # The same questions in Title Case: every word capitalised, none of them a name.
     title_texts = [text.title() for text in foreign_texts]
@@ -59,39 +85,48 @@ def main(argv: list[str] | None = None) -> int:
     foreign_detected = detect_languages(foreign_texts)
     detect_seconds = time.perf_counter() - started
     title_detected = detect_languages(title_texts)
+    short_detected = detect_languages([row["text"] for row in foreign_short])
+
+    def shipped(text, detected):
+        return coverage_gap(text, "m", ("en",), detected)
+
+    def detector_alone(text, detected):
+        foreign_reading = detected and detected[0] != "en" and detected[1] >= 0.7
+        return "off" if uncovered_scripts(text, ("en",)) or foreign_reading else None
+
     rules = {
-        "shipped": lambda text, detected: coverage_gap(text, "m", ("en",), detected),
-        "detector_alone_0.7": lambda text, detected: (
-            "off"
-            if uncovered_scripts(text, ("en",)) or (detected and detected[0] != "en" and detected[1] >= 0.7)
-            else None
-        ),
+        "shipped": shipped,
+        "shipped_from_four_words": _read_from_four_words(shipped),
+        "detector_alone_0.7_from_four_words": _read_from_four_words(detector_alone),
     }
     report: dict = {
         "english_texts": len(english),
+        "english_texts_under_four_words": sum(short),
         "english_detected": sum(d is not None for d in english_detected),
         "foreign_texts": {part: sum(r["part"] == part for r in foreign) for part in ("tuning", "holdout")},
+        "foreign_short_requests": {
+            part: sum(r["part"] == part for r in foreign_short) for part in ("tuning", "holdout")
+        },
         "detect_seconds": round(detect_seconds, 2),
         "rules": {},
     }
     for name, rule in rules.items():
         english_off = _switched_off(english, english_detected, rule)
         foreign_off = _switched_off(foreign_texts, foreign_detected, rule)
+        short_off = _switched_off([row["text"] for row in foreign_short], short_detected, rule)
         report["rules"][name] = {
             "english_switched_off": sum(english_off),
+            "english_under_four_words_switched_off": sum(
+                o for o, s in zip(english_off, short, strict=True) if s
+            ),
             "english_switched_off_examples": [t for t, off in zip(english, english_off, strict=True) if off][
                 :EXAMPLES
             ],
-            "foreign_caught": {
-                part: sum(off for row, off in zip(foreign, foreign_off, strict=True) if row["part"] == part)
-                for part in ("tuning", "holdout")
-            },
+            "foreign_caught": _caught(foreign, foreign_off),
             "foreign_caught_in_title_case": sum(_switched_off(title_texts, title_detected, rule)),
-            "foreign_missed": [
-                f"{row['language']}: {row['text']}"
-                for row, off in zip(foreign, foreign_off, strict=True)
-                if not off
-            ],
+            "foreign_missed": _missed(foreign, foreign_off),
+            "foreign_short_caught": _caught(foreign_short, short_off),
+            "foreign_short_missed": _missed(foreign_short, short_off),
         }
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else report)
     return 0

@@ -85,6 +85,34 @@ def test_foreign_text_read_with_middling_confidence_gets_exact_matching_only(tex
     assert coverage_gap(text, "m", ("en", detected[0]), detected) is None
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Passwort vergessen",  # German 0.70 to the detector
+        "Bestellung stornieren",  # German 0.96
+        "Quelle heure est-il",  # French 0.60, three words
+        "tarjeta bloqueada",  # Spanish 0.74
+        "wachtwoord vergeten",  # Dutch 0.98
+    ],
+)
+def test_short_foreign_requests_get_exact_matching_only(text):
+    """Two or three words are read too: a batch of search-style requests is full of them."""
+    (detected,) = detect_languages([text])
+    assert detected is not None and detected[0] != "en"
+    assert "exact matching only" in coverage_gap(text, "all-MiniLM-L6-v2", ("en",), detected)
+
+
+def test_short_english_requests_and_single_words_keep_semantic_reuse():
+    # French 0.77, English 0.23, Italian 0.61, German 0.44: the words are English all the same.
+    short_english = ["croissant calories", "python sort dict", "paella recipe", "Oktoberfest dates"]
+    detected = detect_languages([*short_english, "Passwort", "croissant"])
+    for text, reading in zip(short_english, detected, strict=False):
+        assert reading is not None  # read by the detector, and its words are English
+        assert coverage_gap(text, "all-MiniLM-L6-v2", ("en",), reading) is None
+    # One word says too little to read a language from: its script decides alone.
+    assert detected[-2:] == [None, None]
+
+
 def test_english_word_share_counts_function_words_and_wordnet_words():
     from inference.english_words import english_word_share
 
