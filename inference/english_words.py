@@ -22,6 +22,8 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
     can't i'm it's let let's vs etc ok""".split()
 )
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+# Letters joined by hyphens: Wi-Fi and e-mail are "wifi" and "email" to WordNet.
+_HYPHENATED = re.compile(r"[^\W\d_]+(?:-[^\W\d_]+)+")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 # What English hangs on a word after an apostrophe (where's, you're, I've, we'll, he'd, I'm).
 _CLITICS = frozenset({"s", "re", "ve", "ll", "d", "m"})
@@ -38,7 +40,8 @@ def english_word_share(text: str) -> float:
     out of the count (German capitalises its nouns; its other words still count). Only
     where the text has lower-case words to judge by: in Title Case every word is
     capitalised, and none is taken for a name."""
-    words = list(_WORD.finditer(text.translate(_APOSTROPHES)))
+    text = _HYPHENATED.sub(_joined_if_english, text.translate(_APOSTROPHES))
+    words = list(_WORD.finditer(text))
     names_possible = sum(word.group().islower() for word in words) >= _LOWER_CASE_WORDS_FOR_NAMES
     english = counted = 0
     previous_end = 0
@@ -52,6 +55,13 @@ def english_word_share(text: str) -> float:
             continue
         counted += 1
     return english / counted if counted else 1.0
+
+
+def _joined_if_english(hyphenated: re.Match) -> str:
+    """One English word where the parts make one (Wi-Fi); else the parts stay words of
+    their own, so that French inversions (est-il, allez-vous) still count as French."""
+    joined = hyphenated.group().replace("-", "")
+    return joined if _is_english(joined.lower()) else hyphenated.group()
 
 
 def _is_english(word: str) -> bool:

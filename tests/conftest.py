@@ -7,10 +7,19 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 from datetime import datetime  # noqa: E402
 from pathlib import Path  # noqa: E402
+from unittest import mock  # noqa: E402
 
 import pytest  # noqa: E402
 
 from storage.config import load_settings  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _environment_put_back():
+    """Commands run in this process set INFERCACHE_HOME and DAGSTER_HOME (also where a test
+    had them unset, which a monkeypatch does not undo): no test leaves them to the next."""
+    with mock.patch.dict(os.environ):
+        yield
 
 
 @pytest.fixture

@@ -5,10 +5,12 @@ this process, so that the models load once for the suite and not once a command.
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -77,7 +79,9 @@ def _main(home: Path, *args: str) -> tuple[int, str, str]:
     from orchestration.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    with pytest.MonkeyPatch.context() as patch:
+    # The whole environment is put back: the command sets DAGSTER_HOME, which may not have
+    # been set before (a monkeypatch deleting an unset variable would not remove it after).
+    with mock.patch.dict(os.environ), pytest.MonkeyPatch.context() as patch:
         patch.setenv("INFERCACHE_HOME", str(home))
         patch.delenv("DAGSTER_HOME", raising=False)
         with redirect_stdout(out), redirect_stderr(err):
@@ -149,18 +153,21 @@ def test_evaluate_skips_by_the_models_its_settings_name(tmp_path):
     assert verified["semantic_skipped"] == 2
     assert all("the pair verifier covers en" in e["reason"] for e in verified["semantic_skipped_examples"])
     assert _cli(tmp_path, *args, "--no-verify")["semantic_skipped"] == 0
-    # Read by a person: one line a skipped request, a long one shortened.
+    # Read by a person: one line a skipped request, a long one shortened. As a separate
+    # process that loads both models and verifies a pair: what a person sees on stdout,
+    # and nothing else there (no loading bar or library notice among the report's lines).
     long_text = "The payment service returned errors this morning. " * 40
-    # As a separate process: what a person sees on stdout, and nothing else there.
-    done = _process(
-        tmp_path,
-        "evaluate",
-        "--workload",
-        str(_workload(tmp_path, [{"text": long_text, "group": "long"}])),
-        "--no-verify",
-    )
+    rows = [
+        {"text": "How do I reset my password?", "group": "reset"},
+        {"text": "How can I reset my password?", "group": "reset"},
+        {"text": long_text, "group": "long"},
+    ]
+    done = _process(tmp_path, "evaluate", "--workload", str(_workload(tmp_path, rows)))
     assert done.returncode == 0, done.stderr[-3000:]
     shown = done.stdout
+    report_line = re.compile(r"^ *[a-z_0-9.]+  .*$|^exact only: .*$")
+    assert [line for line in shown.splitlines() if not report_line.match(line)] == []
+    assert "'verify': True" in shown and re.search(r"^ +semantic_hits  1$", shown, re.M)
     (line,) = [line for line in shown.splitlines() if line.startswith("exact only: ")]
     assert "longer than all-MiniLM-L6-v2 reads (256 word pieces)" in line and len(line) < 250
     assert "semantic_skipped  1" in shown

@@ -104,13 +104,21 @@ def test_short_foreign_requests_get_exact_matching_only(text):
 
 def test_short_english_requests_and_single_words_keep_semantic_reuse():
     # French 0.77, English 0.23, Italian 0.61, German 0.44: the words are English all the same.
-    short_english = ["croissant calories", "python sort dict", "paella recipe", "Oktoberfest dates"]
-    detected = detect_languages([*short_english, "Passwort", "croissant"])
+    # Wi-Fi is "wifi" to WordNet (Italian 0.52 to the detector).
+    short_english = [
+        "croissant calories",
+        "python sort dict",
+        "paella recipe",
+        "Oktoberfest dates",
+        "Wi-Fi password",
+    ]
+    single_words = ["Passwort", "croissant", "Ubuntu 24.04"]  # a number is no word to read
+    detected = detect_languages([*short_english, *single_words])
     for text, reading in zip(short_english, detected, strict=False):
         assert reading is not None  # read by the detector, and its words are English
         assert coverage_gap(text, "all-MiniLM-L6-v2", ("en",), reading) is None
     # One word says too little to read a language from: its script decides alone.
-    assert detected[-2:] == [None, None]
+    assert detected[len(short_english) :] == [None] * len(single_words)
 
 
 def test_english_word_share_counts_function_words_and_wordnet_words():
@@ -119,6 +127,10 @@ def test_english_word_share_counts_function_words_and_wordnet_words():
     assert english_word_share("How do I reset my password?") == 1.0
     assert english_word_share("Wie kann ich mein Passwort zurücksetzen?") < 0.2
     assert english_word_share("180 / 32") == 1.0  # no words: nothing foreign in it
+    # Hyphenated: one English word where the parts join into one, else each part counts.
+    assert english_word_share("Wi-Fi password") == english_word_share("e-mail address") == 1.0
+    assert english_word_share("Quelle heure est-il") == 0.0
+    assert english_word_share("Comment allez-vous ?") == 1 / 3  # comment is English too
     assert english_word_share("Where\u2019s my order? It hasn\u2019t arrived, I've checked") == 1.0
     # German nouns are capitalised like names; the other words still say German.
     assert english_word_share("Liefern Sie auch ins Ausland?") == 0.0
