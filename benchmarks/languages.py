@@ -39,7 +39,9 @@ def english_texts(qqp: int) -> list[str]:
             for line in path.read_text().splitlines():
                 row = json.loads(line) if line.strip() else {}
                 texts.update(row[k] for k in ("text", "a", "b") if isinstance(row.get(k), str))
-    return sorted(texts) + [q for q in qqp_questions()[:qqp] if q not in texts]
+    # --qqp 0 needs no QQP file (../shared/data may be absent, e.g. in a clone elsewhere).
+    questions = qqp_questions()[:qqp] if qqp else []
+    return sorted(texts) + [q for q in questions if q not in texts]
 
 
 def _switched_off(texts, detections, rule) -> list[bool]:
