@@ -57,6 +57,10 @@ def _labelled(path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _per_part(rows: list[dict]) -> dict:
+    return _caught(rows, [True] * len(rows))
+
+
 def _caught(rows: list[dict], off: list[bool]) -> dict:
     return {
         part: sum(o for row, o in zip(rows, off, strict=True) if row["part"] == part)
@@ -105,10 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         "english_texts": len(english),
         "english_texts_under_four_words": sum(short),
         "english_detected": sum(d is not None for d in english_detected),
-        "foreign_texts": {part: sum(r["part"] == part for r in foreign) for part in ("tuning", "holdout")},
-        "foreign_short_requests": {
-            part: sum(r["part"] == part for r in foreign_short) for part in ("tuning", "holdout")
-        },
+        "foreign_texts": _per_part(foreign),
+        "foreign_short_requests": _per_part(foreign_short),
         "detect_seconds": round(detect_seconds, 2),
         "rules": {},
     }

@@ -80,10 +80,9 @@ def _main(home: Path, *args: str) -> tuple[int, str, str]:
 
     out, err = io.StringIO(), io.StringIO()
     # The whole environment is put back: the command sets DAGSTER_HOME, which may not have
-    # been set before (a monkeypatch deleting an unset variable would not remove it after).
-    with mock.patch.dict(os.environ), pytest.MonkeyPatch.context() as patch:
-        patch.setenv("INFERCACHE_HOME", str(home))
-        patch.delenv("DAGSTER_HOME", raising=False)
+    # been set before.
+    with mock.patch.dict(os.environ, {"INFERCACHE_HOME": str(home)}):
+        os.environ.pop("DAGSTER_HOME", None)
         with redirect_stdout(out), redirect_stderr(err):
             try:
                 status = main(list(args))
