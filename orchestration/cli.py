@@ -141,7 +141,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         print(f"{'threshold':>9} {'verify':>6} {'served':>7} {'precision':>9} {'recall':>7}")
         for point in report["curve_chosen"]:
             print(
-                f"{point['threshold']:>9.2f} {str(point['verify_threshold']):>6} {point['served']:>7} "
+                f"{point['threshold']:>9.2f} {point['verify_threshold'] or 'off':>6} {point['served']:>7} "
                 f"{_fmt(point['precision']):>9} {_fmt(point['recall']):>7}"
             )
         if chosen is None:
@@ -150,9 +150,15 @@ def _calibrate(args: argparse.Namespace) -> int:
                 f"{report['minimum_served']} or more served): semantic reuse switched off for this namespace"
             )
         else:
+            verified = (
+                "plain cosine, verifier off for this namespace"
+                if chosen["verify_threshold"] is None
+                else f"verify {chosen['verify_threshold']}"
+            )
             print(
-                f"chose threshold {chosen['threshold']} verify {chosen['verify_threshold']}: "
-                f"precision {_fmt(chosen['precision'])} recall {_fmt(chosen['recall'])}"
+                f"chose threshold {chosen['threshold']}, {verified}: {chosen['right']} right of "
+                f"{chosen['served']} served, precision {_fmt(chosen['precision'])} "
+                f"recall {_fmt(chosen['recall'])}"
             )
         print(f"written to {report['written_to']}")
     return 0
@@ -245,6 +251,13 @@ def _wrong_rate(text: str) -> float:
         rate = float("nan")
     if not 0.0 < rate < 1.0:
         raise argparse.ArgumentTypeError(f"expected a fraction between 0 and 1 (e.g. 0.01), not {text!r}")
+    from storage.calibration import SMALLEST_WRONG_RATE
+
+    if rate < SMALLEST_WRONG_RATE:
+        raise argparse.ArgumentTypeError(
+            f"expected {SMALLEST_WRONG_RATE:g} or more (e.g. 0.01), not {text!r}: a rate that small "
+            f"would need over {round(1 / SMALLEST_WRONG_RATE):,} served hits to tell from zero"
+        )
     return rate
 
 

@@ -217,12 +217,14 @@ def calibrate(
     """Pick and write the namespace's semantic settings; returns the choice and its curves."""
     from datetime import UTC, datetime
 
-    from storage.calibration import choose, curve, minimum_served
+    from storage.calibration import SMALLEST_WRONG_RATE, choose, curve, minimum_served
     from storage.config import override_path, write_namespace_override
     from storage.embedding_cache import EmbeddingCache
 
-    if not 0 < max_wrong_rate < 1:
-        raise ValueError(f"--max-wrong-rate must be between 0 and 1, got {max_wrong_rate}")
+    if not SMALLEST_WRONG_RATE <= max_wrong_rate < 1:
+        raise ValueError(
+            f"--max-wrong-rate must be from {SMALLEST_WRONG_RATE:g} to under 1, got {max_wrong_rate}"
+        )
     if limit is not None and limit < 1:
         raise ValueError(f"--limit must be a positive number of pairs or rows, got {limit}")
     override_path(home)  # a home that would overwrite tracked settings fails before any work
@@ -231,6 +233,9 @@ def calibrate(
     spec = settings.embedding_model(model)
     # The file is read whole before any model loads: a bad row fails in a second, not a minute.
     rows = _calibration_rows(source, limit)
+    left_out: dict = {}
+    if source.pairs is not None:
+        rows, left_out = _distinct_pairs(rows)
     _require_enough_rows(source, rows, max_wrong_rate)
     embedder = load_embedder(spec.engine, spec.model_folder, spec.dtype)
     cache = EmbeddingCache(lance_folder, model, embedder.dimension, spec.fingerprint())
@@ -247,6 +252,8 @@ def calibrate(
         "read_as": "pairs" if source.pairs is not None else "workload replay",
         "used": counts["pairs"] if source.pairs is not None else counts["requests"],
         "max_wrong_rate": max_wrong_rate,
+        # The thresholds hold for this model's similarities only: another model needs its own.
+        "embedding_model": model,
         "calibrated_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     values = calibrated_settings(chosen, record)
@@ -257,6 +264,7 @@ def calibrate(
         "namespace": namespace,
         **record,
         **counts,
+        **left_out,
         "minimum_served": minimum_served(max_wrong_rate),
         "chosen": None if chosen is None else {**chosen.__dict__, "wrong_rate": chosen.wrong_rate},
         "semantic_enabled": chosen is not None,
@@ -289,6 +297,27 @@ def _calibration_rows(source: CalibrationSource, limit: int | None) -> list[dict
     return rows
 
 
+def _distinct_pairs(rows: list[dict]) -> tuple[list[dict], dict]:
+    """Each pair once, as the cache would meet it: a pair of one text twice is an exact hit
+    and never served semantically, and a line repeating a pair (the same two texts, keyed
+    as the exact cache keys them, with the same label) is no more evidence than the first.
+    Both are left out and counted; a pair labelled both ways is kept both ways."""
+    kept, seen = [], set()
+    same_text = repeated = 0
+    for row in rows:
+        a, b = normalized_text(row["a"]), normalized_text(row["b"])
+        if a == b:
+            same_text += 1
+            continue
+        key = (frozenset((a, b)), row["duplicate"])
+        if key in seen:
+            repeated += 1
+            continue
+        seen.add(key)
+        kept.append(row)
+    return kept, {"pairs_left_out": {"same_text": same_text, "repeated": repeated}}
+
+
 def _evidence_refusal(path: Path, max_wrong_rate: float, found: str) -> LabelledFileError:
     from storage.calibration import minimum_served, right_needed
 
@@ -310,9 +339,24 @@ def _require_enough_rows(source: CalibrationSource, rows: list[dict], max_wrong_
     from storage.calibration import right_needed
 
     if source.pairs is not None:
+        if all(row["duplicate"] for row in rows):
+            # Precision measured without a single non-duplicate is 1.0 at every setting, and
+            # the loosest would be written.
+            raise LabelledFileError(
+                f"{source.path}: every pair is labelled a duplicate (after leaving out pairs of "
+                "one text and repeated lines), so no setting can be seen to serve a wrong "
+                "answer; add pairs labelled false (near misses the namespace meets); the "
+                "namespace's settings were left as they were"
+            )
         most_right = sum(row["duplicate"] for row in rows)
-        found = f"the file labels {most_right} pairs duplicates"
+        found = f"the file labels {most_right} distinct pairs of two texts duplicates"
     else:
+        if len({row["group"] for row in rows}) < 2:
+            raise LabelledFileError(
+                f"{source.path}: every row is in one group, so no setting can be seen to serve a "
+                "wrong answer; add rows of other groups (near misses the namespace meets); the "
+                "namespace's settings were left as they were"
+            )
         first_wording: dict[str, str] = {}
         reworded: set[str] = set()
         most_right = 0

@@ -10,9 +10,11 @@ replayed through the cache's own look-alike resolution, so a "served" row is a s
 hit and precision and recall are `evaluate`'s. A replay sees what a pair cannot: a
 request competes with every entry before it, and one wrong entry can serve many rows.
 
-Calibration picks the settings with the most recall whose wrong-hit rate (1 -
+Calibration picks the settings with the most right hits whose wrong-hit rate (1 -
 precision) stays within the target, on enough served pairs or hits for the rate to
-mean something.
+mean something. Over pairs that is the most recall; in a replay, recall's denominator
+(rows whose group already had an entry) moves with the setting, since a row served
+wrongly is not inserted, so a setting can gain recall by a wrong hit alone.
 """
 
 from __future__ import annotations
@@ -91,9 +93,14 @@ def operating_points(
     return points
 
 
+# Under this a target asks for more than a million served pairs or hits: no labelled file
+# here holds that many, so such a target is refused as given in error.
+SMALLEST_WRONG_RATE = 1e-6
+
+
 def minimum_served(max_wrong_rate: float) -> int:
     """Served pairs needed before a wrong-hit rate at the target can be told from zero."""
-    return max(20, math.ceil(1.0 / max_wrong_rate))
+    return max(20, math.ceil(1 / _exact_rate(max_wrong_rate)))
 
 
 def _exact_rate(max_wrong_rate: float) -> Fraction:
@@ -127,13 +134,15 @@ def could_qualify(point: Operating, max_wrong_rate: float) -> bool:
 
 
 def choose(points: list[Operating], max_wrong_rate: float) -> Operating | None:
-    """Most recall within the target; ties go to the stricter settings. None if none qualifies."""
+    """Most right hits within the target, then fewest wrong; ties go to the stricter
+    settings. None if none qualifies. Right hits, not recall: a replay's recall divides by
+    a count that the setting itself moves (module docstring)."""
     eligible = [p for p in points if qualifies(p, max_wrong_rate)]
     if not eligible:
         return None
     return max(
         eligible,
-        key=lambda p: (p.recall or 0.0, p.verify_threshold or 0.0, p.threshold),
+        key=lambda p: (p.right, p.right - p.served, p.verify_threshold or 0.0, p.threshold),
     )
 
 

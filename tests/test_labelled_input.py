@@ -10,6 +10,7 @@ from inference.pair_data import LabelledFileError, read_pairs, read_workload
 from orchestration.cli import main
 from orchestration.evaluation import (
     CalibrationSource,
+    _distinct_pairs,
     _require_enough_evidence,
     _require_enough_rows,
     effective_namespace,
@@ -213,6 +214,7 @@ def test_copies_of_a_served_rewording_count_towards_the_evidence(tmp_path):
     """A row served is not inserted, so each later copy of it may be served again: sixty
     copies of one rewording can be sixty right hits, enough at 0.05 (19 needed)."""
     rows = [{"text": "What is the capital of France?", "group": "g"}]
+    rows += [{"text": "What is the capital of Spain?", "group": "h"}]
     rows += [{"text": "what's the capital of france", "group": "g"}] * 60
     source = CalibrationSource(workload=_lines(tmp_path / "w.jsonl", *rows))
     _require_enough_rows(source, read_workload(source.workload), 0.05)  # no error
@@ -245,7 +247,7 @@ def test_too_low_a_precision_on_enough_data_is_an_answer():
         ),
         (
             ["calibrate", "--pairs", "{tmp}/p.jsonl", "--tenant", "t", "--namespace", "n"],
-            "the file labels 1 pairs duplicates",
+            "the file labels 1 distinct pairs of two texts duplicates",
         ),
         (
             ["calibrate", "--workload", "{tmp}/w.jsonl", "--tenant", "t", "--namespace", "n"],
@@ -256,7 +258,7 @@ def test_too_low_a_precision_on_enough_data_is_an_answer():
 def test_the_command_line_says_what_was_wrong_without_a_traceback(tmp_path, monkeypatch, capsys, argv, said):
     monkeypatch.setenv("INFERCACHE_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
-    _lines(tmp_path / "w.jsonl", {"text": "a", "group": "g"})
+    _lines(tmp_path / "w.jsonl", {"text": "a", "group": "g"}, {"text": "b", "group": "h"})
     _lines(
         tmp_path / "p.jsonl", {"a": "x", "b": "y", "duplicate": True}, {"a": "x", "b": "z", "duplicate": 0}
     )
@@ -269,10 +271,59 @@ def test_the_command_line_says_what_was_wrong_without_a_traceback(tmp_path, monk
 
 @pytest.mark.parametrize(
     "option, value",
-    [("--max-wrong-rate", "1.5"), ("--max-wrong-rate", "0"), ("--limit", "0"), ("--limit", "-3")],
+    [
+        ("--max-wrong-rate", "1.5"),
+        ("--max-wrong-rate", "0"),
+        ("--max-wrong-rate", "1e-320"),  # would need more served hits than any file holds
+        ("--limit", "0"),
+        ("--limit", "-3"),
+    ],
 )
 def test_calibrate_options_out_of_range_are_usage_errors(capsys, option, value):
     with pytest.raises(SystemExit) as stopped:
         main(["calibrate", "--pairs", "p.jsonl", "--tenant", "t", "--namespace", "n", option, value])
     assert stopped.value.code == 2
     assert f"{option}: expected" in capsys.readouterr().err
+
+
+def test_pairs_of_one_text_and_repeated_lines_are_no_evidence(tmp_path):
+    """The cache answers one text twice with an exact hit, and a line repeated is the
+    same evidence as the first: 25 of each must not pass for the 20 served that 0.05 asks."""
+    # One text typed with a combining accent and with a composed one: one request (NFC).
+    same = [
+        {"a": f"Caf\u00e9 {i} hours?", "b": f"Cafe\u0301 {i} hours?", "duplicate": True} for i in range(25)
+    ]
+    repeated = [
+        {"a": "How do I reset my password?", "b": "How can I reset my password?", "duplicate": True}
+    ] * 25
+    near_miss = {"a": "How do I reset my password?", "b": "How do I change my email?", "duplicate": False}
+    both_ways = {**near_miss, "duplicate": True}
+    kept, left_out = _distinct_pairs([*same, *repeated, near_miss, both_ways])
+    assert kept == [repeated[0], near_miss, both_ways]  # a pair labelled both ways stays both ways
+    assert left_out == {"pairs_left_out": {"same_text": 25, "repeated": 24}}
+    source = CalibrationSource(pairs=_lines(tmp_path / "p.jsonl", *kept))
+    with pytest.raises(LabelledFileError, match="labels 2 distinct pairs of two texts duplicates"):
+        _require_enough_rows(source, kept, 0.05)
+
+
+def test_a_file_without_a_non_duplicate_or_of_one_group_is_refused(tmp_path):
+    """Precision without a single near miss is 1.0 at every setting, and the loosest would be written."""
+    pairs = [{"a": f"question {i}", "b": f"the question {i}", "duplicate": True} for i in range(40)]
+    source = CalibrationSource(pairs=_lines(tmp_path / "p.jsonl", *pairs))
+    with pytest.raises(LabelledFileError, match="every pair is labelled a duplicate"):
+        _require_enough_rows(source, pairs, 0.05)
+    rows = [{"text": f"wording {i}", "group": "g"} for i in range(40)]
+    source = CalibrationSource(workload=_lines(tmp_path / "w.jsonl", *rows))
+    with pytest.raises(LabelledFileError, match="every row is in one group"):
+        _require_enough_rows(source, rows, 0.05)
+
+
+def test_a_replay_is_chosen_by_right_hits_not_by_a_recall_a_wrong_hit_raised():
+    """In a replay a wrong hit on a group's first rewording keeps it from being inserted,
+    which takes later rows of the group out of recall's denominator: 20 right of 21 at 0.7
+    reads recall 0.8, 20 right of 20 at 0.75 reads 0.77. The stricter one is no worse."""
+    looser = Operating.counted(0.7, None, served=21, right=20, positives=25)
+    stricter = Operating.counted(0.75, None, served=20, right=20, positives=26)
+    assert looser.recall > stricter.recall
+    assert choose([looser, stricter], 0.05) == stricter
+    assert minimum_served(1e-6) == 1_000_000  # counted exactly, not through 1 / float
