@@ -10,6 +10,7 @@ from orchestration.resources import InferCacheResource
 from storage.exact_store import open_store, replace_partition
 from storage.keying import key_requests
 from storage.landing import landing_folder, read_landing
+from storage.semantic_coverage import cross_language_reuse
 
 
 @dg.asset(
@@ -36,6 +37,16 @@ def model_requests(context: dg.AssetExecutionContext, infercache: InferCacheReso
     settings = infercache.settings()
     landed = read_landing(landing_folder(infercache.locations.landing_root, partition), settings)
     keyed = key_requests(landed.accepted, settings)
+    cross_language = [
+        warning
+        for tenant, namespace in keyed.select("tenant", "namespace")
+        .unique()
+        .sort(["tenant", "namespace"])
+        .rows()
+        if (warning := cross_language_reuse(settings.namespace(namespace, tenant), settings))
+    ]
+    for warning in cross_language:
+        context.log.warning(warning)
     with open_store(infercache.locations.duckdb_path) as con:
         replace_partition(con, "model_requests", partition, keyed.with_columns(partition=pl.lit(partition)))
         replace_partition(
@@ -54,6 +65,7 @@ def model_requests(context: dg.AssetExecutionContext, infercache: InferCacheReso
             "quarantined": landed.quarantined.height,
             "quarantine_rate": quarantine_rate,
             "quarantine_reasons": markdown_table(reasons),
+            "cross_language_reuse": cross_language,
         },
         check_results=[
             dg.AssetCheckResult(

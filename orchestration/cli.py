@@ -63,6 +63,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _evaluate(args: argparse.Namespace) -> int:
     from orchestration.evaluation import effective_namespace, evaluate
     from storage.config import load_settings
+    from storage.semantic_coverage import cross_language_reuse
 
     home = _prepare_environment()
     settings = load_settings(home=home)
@@ -76,6 +77,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         verify_threshold=args.verify_threshold,
         embedding_model=args.model,
     )
+    if across := cross_language_reuse(namespace, settings):
+        print(f"infercache: {across}", file=sys.stderr)
+        warnings.append(across)
     report = evaluate(
         settings, args.workload, namespace, args.store, tenant=args.tenant, show_wrong=args.show_wrong
     )

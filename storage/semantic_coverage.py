@@ -32,6 +32,25 @@ def semantic_skip_reasons(
     return _reasons(texts, namespaces, settings, detected, too_long)
 
 
+def cross_language_reuse(namespace: NamespaceSettings, settings: Settings) -> str | None:
+    """Why the namespace may serve a request the answer to its wording in another language
+    (None where it cannot): its embedding model reads several languages and nothing checks
+    the pair, since the verifier reads English only and, while it verifies, other text gets
+    exact matching only. The semantic scope does not hold the text's language."""
+    semantic = namespace.semantic
+    if not semantic.enabled or semantic.verify:
+        return None
+    languages = settings.embedding_model(semantic.embedding_model).languages
+    if len(languages) < 2:
+        return None
+    return (
+        f"namespace {namespace.name!r} reuses answers on {semantic.embedding_model} "
+        f"({len(languages)} languages) without verification: a request can be served the answer "
+        "to its wording in another language; keep one language to this namespace, or use it "
+        "for labels that do not depend on the language"
+    )
+
+
 def exact_only_texts(
     texts: list[str], settings: Settings, namespace: NamespaceSettings
 ) -> dict[bool, set[str]]:

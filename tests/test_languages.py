@@ -9,7 +9,7 @@ from storage.config import ConfigError
 from storage.keying import key_requests
 from storage.landing import read_landing
 from storage.languages import coverage_gap, detect_languages, uncovered_scripts
-from storage.semantic_coverage import SEMANTIC_OFF, semantic_skip_reasons
+from storage.semantic_coverage import SEMANTIC_OFF, cross_language_reuse, semantic_skip_reasons
 
 
 def test_english_is_covered_by_an_english_model():
@@ -225,3 +225,23 @@ def test_an_unknown_embedding_model_is_refused_even_where_semantic_reuse_is_off(
     misspelt = dataclasses.replace(off, semantic=dataclasses.replace(off.semantic, embedding_model="nope"))
     with pytest.raises(ConfigError, match="unknown embedding model 'nope'"):
         semantic_skip_reasons(["How do I reset my password?"], [misspelt], settings)
+
+
+def test_a_multilingual_namespace_without_verification_is_told_it_reuses_across_languages(settings):
+    """The scope holds no language, so on e5 without the verifier an English request can be
+    served the answer to its French wording (a review measured cosine 0.91): said, not silent."""
+    default = settings.namespace("default")
+
+    def with_semantic(**changes):
+        return dataclasses.replace(default, semantic=dataclasses.replace(default.semantic, **changes))
+
+    multilingual_plain = with_semantic(embedding_model="multilingual-e5-small", verify=False)
+    assert "another language" in cross_language_reuse(multilingual_plain, settings)
+    # Verified: text the English verifier cannot read gets exact matching only.
+    assert (
+        cross_language_reuse(with_semantic(embedding_model="multilingual-e5-small", verify=True), settings)
+        is None
+    )
+    assert cross_language_reuse(with_semantic(verify=False), settings) is None  # MiniLM reads English only
+    off = with_semantic(embedding_model="multilingual-e5-small", verify=False, enabled=False)
+    assert cross_language_reuse(off, settings) is None
