@@ -18,6 +18,7 @@ from storage.exact_store import (
     record_hits,
     replace_partition,
 )
+from storage.keying import settings_changed_since_keying
 from storage.keys import text_hash
 from storage.semantic_lookup import lookup_semantic
 
@@ -163,6 +164,9 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
         candidates = current_embeddings(candidates, partition, infercache.embedding_fingerprint).drop(
             "text_hash", "model_fingerprint"
         )
+        settings_changed = settings_changed_since_keying(con, partition, infercache.settings())
+        for changed in settings_changed:
+            context.log.warning(changed)
         verifier = infercache.pair_verifier_for(candidates)
         for (embedding_model,), group in candidates.group_by(["embedding_model"], maintain_order=True):
             started = time.perf_counter()
@@ -190,5 +194,6 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
             "semantic_hits": hits,
             "semantic_hit_rate_of_searched": hits / candidates.height if candidates.height else None,
             **verifier_counts(verifier),
+            "settings_changed_since_keying": settings_changed,
         }
     )

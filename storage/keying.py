@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import duckdb
 import polars as pl
 
 from storage.config import Settings
@@ -14,7 +15,7 @@ from storage.keys import (
     canonical_request,
     semantic_scope,
 )
-from storage.semantic_coverage import semantic_skip_reasons
+from storage.semantic_coverage import SEMANTIC_OFF, semantic_skip_reasons
 
 
 def effective_params(params: dict, backend: str, labels: tuple[str, ...]) -> dict:
@@ -78,3 +79,40 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
         "semantic_skip_reason": pl.String,
     }
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+_KEYED_SETTINGS_QUERY = """
+SELECT tenant, namespace,
+       bool_and(coalesce(semantic_skip_reason, '') = ?) AS switched_off,
+       any_value(semantic_threshold) AS threshold, any_value(semantic_verify) AS verify,
+       any_value(semantic_verify_threshold) AS verify_threshold,
+       any_value(embedding_model) AS embedding_model
+FROM model_requests WHERE partition = ?
+GROUP BY tenant, namespace ORDER BY tenant, namespace
+"""
+
+
+def settings_changed_since_keying(
+    con: duckdb.DuckDBPyConnection, partition: str, settings: Settings
+) -> list[str]:
+    """Each tenant's namespace whose semantic settings differ from those its requests were
+    keyed under, with what changed. A re-run from the semantic look-up on (a recompute after
+    a report) keeps the keyed ones; only re-keying the partition applies the new ones."""
+    changed = []
+    for row in con.sql(_KEYED_SETTINGS_QUERY, params=[SEMANTIC_OFF, partition]).pl().iter_rows(named=True):
+        semantic = settings.namespace(row["namespace"], row["tenant"]).semantic
+        keyed = {
+            "enabled": not row["switched_off"],
+            "threshold": row["threshold"],
+            "verify": row["verify"],
+            "verify_threshold": row["verify_threshold"],
+            "embedding_model": row["embedding_model"],
+        }
+        now = {name: getattr(semantic, name) for name in keyed}
+        differences = [f"{name} {keyed[name]} -> {now[name]}" for name in keyed if keyed[name] != now[name]]
+        if differences:
+            changed.append(
+                f"tenant {row['tenant']!r} namespace {row['namespace']!r}: {', '.join(differences)} since "
+                "this partition was keyed; the keyed settings apply until it is re-run from model_requests"
+            )
+    return changed

@@ -404,3 +404,27 @@ def test_the_resource_hands_the_configured_dtypes_to_its_models(tmp_path):
     spec = settings.embedding_model("all-MiniLM-L6-v2")
     assert resource.embedder("all-MiniLM-L6-v2").dtype == resolve_dtype(spec.dtype)
     assert resource.verifier().__self__.dtype == resolve_dtype(settings.verifier_dtype)
+
+
+def test_a_re_run_from_the_look_up_says_which_settings_changed_since_keying(tmp_path):
+    """A recompute after a report starts at semantic_lookups and keeps the settings the
+    partition was keyed under: a threshold raised since is named, not silently ignored."""
+    from assets.lookups import semantic_lookups
+    from storage.config import write_namespace_override
+
+    _lenient_verifier(tmp_path)
+    _land(tmp_path, DAY1, DAY1_ROWS)
+    resource = InferCacheResource(home=str(tmp_path))
+    instance = dg.DagsterInstance.ephemeral()
+    first = _materialize(resource, DAY1, instance)
+    assert _metadata(first, "semantic_lookups")["settings_changed_since_keying"] == []
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {"threshold": 0.95}})
+    again = dg.materialize(
+        [semantic_lookups], partition_key=DAY1, instance=instance, resources={"infercache": resource}
+    )
+    changed = _metadata(again, "semantic_lookups")["settings_changed_since_keying"]
+    assert [line.split(":")[0] for line in changed] == [  # each tenant with requests there
+        "tenant 'acme' namespace 'demo-faq-answers'",
+        "tenant 'globex' namespace 'demo-faq-answers'",
+    ]
+    assert all("threshold 0.72 -> 0.95 since this partition was keyed" in line for line in changed)
