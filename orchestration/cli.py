@@ -255,12 +255,12 @@ def _wrong_rate(text: str) -> float:
         rate = float("nan")
     if not 0.0 < rate < 1.0:
         raise argparse.ArgumentTypeError(f"expected a fraction between 0 and 1 (e.g. 0.01), not {text!r}")
-    from storage.calibration import SMALLEST_WRONG_RATE
+    from storage.calibration import SMALLEST_WRONG_RATE, minimum_served
 
     if rate < SMALLEST_WRONG_RATE:
         raise argparse.ArgumentTypeError(
             f"expected {SMALLEST_WRONG_RATE:g} or more (e.g. 0.01), not {text!r}: a rate that small "
-            f"would need over {round(1 / SMALLEST_WRONG_RATE):,} served hits to tell from zero"
+            f"would need over {minimum_served(SMALLEST_WRONG_RATE):,} served hits to tell from zero"
         )
     return rate
 
