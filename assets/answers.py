@@ -15,6 +15,7 @@ from storage.eviction import enforce_capacity
 from storage.exact_store import open_store, replace_partition, sweep_expired
 from storage.lookalikes import fold_lookalike_misses
 from storage.pair_scores import forget_unused
+from storage.vector_backfill import forget_exact_only_without_entry
 from storage.write_back import commit_entries, keys_without_live_entry, new_entries
 from storage.wrong_answers import blocked_within, reports_against
 
@@ -111,6 +112,7 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
             )
         expired = sweep_expired(con, now)
         pair_scores_forgotten = forget_unused(con, now)
+        forget_exact_only_without_entry(con, now)
         # Only the indexes this partition's requests use: loading an embedding model
         # just to open an index it never touches costs time and needs its package.
         embedding_models = [

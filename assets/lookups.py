@@ -1,7 +1,9 @@
 """A partition's look-ups: exact (one join), embeddings of the misses, semantic search."""
 
+import dataclasses
 import time
 from collections.abc import Callable
+from datetime import datetime
 
 import dagster as dg
 import numpy as np
@@ -10,7 +12,7 @@ import polars as pl
 from assets.partitions import PARTITION_FLOW
 from inference.pair_verifier import verifier_counts
 from orchestration.resources import InferCacheResource
-from storage.config import ConfigError
+from storage.config import ConfigError, Settings
 from storage.exact_store import (
     lookup_exact,
     open_store,
@@ -20,7 +22,10 @@ from storage.exact_store import (
 )
 from storage.keying import settings_changed_since_keying
 from storage.keys import text_hash
+from storage.semantic_coverage import semantic_skip_reasons
+from storage.semantic_index import SemanticIndex
 from storage.semantic_lookup import lookup_semantic
+from storage.vector_backfill import entries_missing_vectors, record_exact_only
 
 
 @dg.asset(deps=["model_requests"], kinds={"duckdb", "polars"}, **PARTITION_FLOW)
@@ -146,6 +151,12 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
     params and prefix); served only at or above the namespace's threshold."""
     partition = context.partition_key
     now = infercache.now()
+    backfilled = _index_entries_without_vectors(infercache, partition, now)
+    if backfilled["entries_awaiting_vectors"]:
+        context.log.info(
+            f"{backfilled['entries_awaiting_vectors']} stored entries still have no vector: at most "
+            f"{infercache.vector_backfill_limit} per embedding model are indexed a run, the rest next time"
+        )
     frames = []
     with open_store(infercache.locations.duckdb_path) as con:
         candidates = con.sql(
@@ -195,5 +206,80 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
             "semantic_hit_rate_of_searched": hits / candidates.height if candidates.height else None,
             **verifier_counts(verifier),
             "settings_changed_since_keying": settings_changed,
+            **backfilled,
         }
     )
+
+
+_KEYED_REUSE_QUERY = """
+SELECT DISTINCT embedding_model, tenant, namespace, coalesce(semantic_verify, false) AS verify
+FROM model_requests WHERE partition = ? AND semantic_enabled
+ORDER BY ALL
+"""
+
+
+def _index_entries_without_vectors(infercache: InferCacheResource, partition: str, now: datetime) -> dict:
+    """Index the stored entries of the partition's namespaces that reuse semantically but
+    have no vector under their embedding model (storage/vector_backfill.py), under the
+    settings the partition was keyed with: written while reuse was off, or under another
+    embedding model, they would otherwise serve exact hits only."""
+    counts = {"vectors_backfilled": 0, "entries_kept_exact_only": 0, "entries_awaiting_vectors": 0}
+    with open_store(infercache.locations.duckdb_path) as con:
+        keyed = con.sql(_KEYED_REUSE_QUERY, params=[partition]).fetchall()
+    scopes_by_model: dict[str, list[tuple[str, str, bool]]] = {}
+    for embedding_model, tenant, namespace, verify in keyed:
+        scopes_by_model.setdefault(embedding_model, []).append((tenant, namespace, verify))
+    settings = infercache.settings()
+    for embedding_model, scopes in scopes_by_model.items():
+        index = infercache.semantic_index(embedding_model)
+        with open_store(infercache.locations.duckdb_path) as con:
+            missing, awaiting = entries_missing_vectors(
+                con, scopes, index.keys(), embedding_model, now, infercache.vector_backfill_limit
+            )
+        if not missing.height:
+            continue
+        added, exact_only = _embed_and_index(infercache, index, embedding_model, missing, settings)
+        with open_store(infercache.locations.duckdb_path) as con:
+            kept = record_exact_only(con, exact_only, embedding_model, now)
+        counts["vectors_backfilled"] += added
+        counts["entries_kept_exact_only"] += kept
+        counts["entries_awaiting_vectors"] += awaiting - added - kept
+    return counts
+
+
+def _embed_and_index(
+    infercache: InferCacheResource,
+    index: SemanticIndex,
+    embedding_model: str,
+    missing: pl.DataFrame,
+    settings: Settings,
+) -> tuple[int, pl.DataFrame]:
+    """Index the entries whose text the keyed settings let reuse semantically (through the
+    embedding cache); the others, with the reason, as the pipeline states it, are returned."""
+    namespaces = [
+        dataclasses.replace(
+            namespace := settings.namespace(name, tenant),
+            semantic=dataclasses.replace(
+                namespace.semantic, enabled=True, verify=verify, embedding_model=embedding_model
+            ),
+        )
+        for tenant, name, verify in missing.select("tenant", "namespace", "verify").iter_rows()
+    ]
+    reasons = semantic_skip_reasons(missing["input_text"].to_list(), namespaces, settings)
+    missing = missing.with_columns(reason=pl.Series(reasons, dtype=pl.String))
+    readable = missing.filter(pl.col("reason").is_null())
+    vectors = np.zeros((0, index.dimension), dtype=np.float32)
+    if readable.height:
+        cache = infercache.embedding_cache(embedding_model)
+        vectors, _ = cache.embed(readable["input_text"].to_list(), infercache.embedder(embedding_model))
+    finite = np.isfinite(vectors).all(axis=1)
+    added = index.add_stored(readable.filter(pl.Series(finite)), vectors[finite])
+    exact_only = pl.concat(
+        [
+            missing.filter(pl.col("reason").is_not_null()),
+            readable.filter(pl.Series(~finite)).with_columns(
+                reason=pl.lit("its vector holds NaN or infinity: exact matching only")
+            ),
+        ]
+    )
+    return added, exact_only

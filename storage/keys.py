@@ -59,6 +59,15 @@ def semantic_scope(identity: RequestIdentity, embedding_model: str) -> str:
     return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
 
 
+def semantic_scope_of_stored(canonical: str, embedding_model: str) -> str:
+    """The semantic scope of a stored entry, from its canonical request (as semantic_scope
+    gives it for the request that wrote it): an entry written without a vector, or under
+    another embedding model, can be indexed afterwards under the scope its requests search."""
+    items = json.loads(canonical)
+    encoded = _canonical_json([*items[:-1], embedding_model])
+    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+
+
 def _context(identity: RequestIdentity) -> list[Any]:
     """Everything that decides an answer except the input, in the key's fixed order."""
     return [

@@ -120,6 +120,15 @@ TABLES: dict[str, str] = {
         scored_at TIMESTAMP NOT NULL,
         used_at TIMESTAMP NOT NULL
     """,
+    # Live entries left without a vector in an embedding model's index because their text
+    # is not for it (storage/vector_backfill.py), under the verification setting that decided.
+    "exact_only_entries": """
+        key BLOB NOT NULL,
+        embedding_model VARCHAR NOT NULL,
+        verify BOOLEAN NOT NULL,
+        reason VARCHAR NOT NULL,
+        checked_at TIMESTAMP NOT NULL
+    """,
     # Answers a reviewer found wrong (storage/wrong_answers.py): neither side answers
     # requests like the other again.
     "wrong_answer_reports": """

@@ -87,6 +87,14 @@ class SemanticIndex:
         nothing): returns how many were."""
         if partition is not None:
             self._table.delete(f"source_partition = {literal(partition)}")
+        return self.add_stored(
+            rows.with_columns(source_partition=pl.lit(partition, dtype=pl.String)), vectors
+        )
+
+    def add_stored(self, rows: pl.DataFrame, vectors: np.ndarray) -> int:
+        """As add, for entries written earlier (rows carry each entry's source_partition):
+        each vector is seen by the partitions that see its entry, and removed by a re-run
+        of the partition that wrote it, as that re-run replaces the entry."""
         if not rows.height:
             return 0
         self.delete_keys(rows["key"].to_list())
@@ -95,11 +103,9 @@ class SemanticIndex:
         rows, vectors = rows.filter(pl.Series(finite)), vectors[finite]
         if not rows.height:
             return 0
-        table = (
-            rows.select("key", "semantic_scope", "tenant", "namespace", "model", "model_version")
-            .with_columns(pl.lit(partition, dtype=pl.String).alias("source_partition"))
-            .to_arrow()
-        )
+        table = rows.select(
+            "key", "semantic_scope", "tenant", "namespace", "model", "model_version", "source_partition"
+        ).to_arrow()
         table = table.append_column(
             "vector", pa.array(vectors.tolist(), type=vector_field(self.dimension).type)
         )

@@ -90,3 +90,21 @@ def test_semantic_scope_ignores_only_the_input():
     assert semantic_scope(BASE, "m") != semantic_scope(BASE, "other-embedder")
     other_tenant = RequestIdentity(**{**vars(BASE), "tenant": "globex"})
     assert semantic_scope(other_tenant, "m") != semantic_scope(BASE, "m")
+
+
+def test_a_stored_entry_gives_the_scope_of_the_request_that_wrote_it():
+    """An entry indexed after it was written is searched under its requests' scope."""
+    from storage.keys import semantic_scope_of_stored
+
+    asked = RequestIdentity(
+        tenant="acme",
+        namespace="faq",
+        model="m",
+        model_version="2",
+        params={"temperature": 0.0, "stop": ["\n"], "nested": {"b": 1, "a": 2.5}},
+        prefix="Cafe\u0301: ",
+        input="What is the refund policy?",
+    )
+    stored = canonical_request(asked)
+    assert semantic_scope_of_stored(stored, "all-MiniLM-L6-v2") == semantic_scope(asked, "all-MiniLM-L6-v2")
+    assert semantic_scope_of_stored(stored, "e5") == semantic_scope(asked, "e5")

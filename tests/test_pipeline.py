@@ -428,3 +428,50 @@ def test_a_re_run_from_the_look_up_says_which_settings_changed_since_keying(tmp_
         "tenant 'globex' namespace 'demo-faq-answers'",
     ]
     assert all("threshold 0.72 -> 0.95 since this partition was keyed" in line for line in changed)
+
+
+def test_turning_semantic_reuse_on_indexes_the_entries_written_while_it_was_off(tmp_path):
+    """Entries answered while a namespace had semantic reuse off get their vectors before the
+    first search with it on, so a paraphrase of one is served; a text the embedding model
+    does not read stays exact-only, is recorded so, and is not read again by a re-run."""
+    from storage.config import write_namespace_override
+
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {"enabled": False}})
+    _land(
+        tmp_path,
+        DAY1,
+        [
+            _faq("d1-1", "How do I reset my password?"),
+            _faq("d1-2", "What are your opening hours?"),
+            _faq("d1-3", "我怎么重置我的密码？"),
+        ],
+    )
+    _land(tmp_path, DAY2, [_faq("d2-1", "How can I reset my password?")])
+    resource = InferCacheResource(home=str(tmp_path))
+    first = _materialize(resource, DAY1, dg.DagsterInstance.ephemeral())
+    assert _metadata(first, "semantic_lookups")["vectors_backfilled"] == 0
+    assert resource.semantic_index("all-MiniLM-L6-v2").count() == 0  # reuse off: no vectors
+    write_namespace_override(
+        tmp_path, "demo-faq-answers", {"semantic": {"enabled": True, "verify_threshold": 0.7}}
+    )
+    second = _materialize(resource, DAY2, dg.DagsterInstance.ephemeral())
+    lookups = _metadata(second, "semantic_lookups")
+    assert (lookups["vectors_backfilled"], lookups["entries_kept_exact_only"]) == (2, 1)
+    assert lookups["entries_awaiting_vectors"] == 0
+    served = _query(
+        tmp_path,
+        "SELECT o.path, e.input_text FROM request_outcomes o JOIN cache_entries e ON e.key = o.served_key"
+        " WHERE o.partition = ?",
+        [DAY2],
+    )
+    assert served.rows() == [("semantic", "How do I reset my password?")]
+    marked = _query(tmp_path, "SELECT embedding_model, verify, reason FROM exact_only_entries")
+    assert marked.height == 1 and marked["embedding_model"][0] == "all-MiniLM-L6-v2"
+    assert "all-MiniLM-L6-v2" in marked["reason"][0]
+    # The backfilled vectors belong to day 1's entries: day 2 run again keeps them, reads
+    # nothing again and serves the same.
+    again = _materialize(resource, DAY2, dg.DagsterInstance.ephemeral())
+    lookups = _metadata(again, "semantic_lookups")
+    assert (lookups["vectors_backfilled"], lookups["entries_kept_exact_only"]) == (0, 0)
+    assert _report(again)["semantic_hits"] == 1
+    assert resource.semantic_index("all-MiniLM-L6-v2").count() == 2

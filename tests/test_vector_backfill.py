@@ -1,0 +1,85 @@
+"""Which stored entries still need a vector, on a real DuckDB file."""
+
+from datetime import timedelta
+
+import polars as pl
+import pyarrow as pa
+
+from storage.exact_store import open_store, write_entries
+from storage.keys import cache_key, canonical_request, semantic_scope
+from storage.vector_backfill import (
+    entries_missing_vectors,
+    forget_exact_only_without_entry,
+    record_exact_only,
+)
+from tests.helpers import EMBEDDER, entry_rows, identity
+
+WORDINGS = ["reset my password", "opening hours", "ship abroad", "gift cards"]
+
+
+def _keys(*identities) -> pa.Table:
+    return pa.table({"key": pa.array([cache_key(canonical_request(x)) for x in identities], pa.binary())})
+
+
+def _store(con, now):
+    identities = [identity(text) for text in WORDINGS]
+    entries = entry_rows(identities, ["{}"] * len(identities), now, partition="2026-01-01")
+    # "opening hours" was hit last, "ship abroad" expired, and one entry is another tenant's.
+    entries = entries.with_columns(
+        last_hit_at=pl.when(pl.col("input_text") == "opening hours").then(pl.lit(now + timedelta(minutes=5))),
+        expires_at=pl.when(pl.col("input_text") == "ship abroad")
+        .then(pl.lit(now - timedelta(seconds=1)))
+        .otherwise(pl.col("expires_at")),
+    )
+    write_entries(con, entries, partition=None)
+    write_entries(con, entry_rows([identity("gift cards", tenant="globex")], ["{}"], now), partition=None)
+    return identities
+
+
+def test_live_entries_of_the_scopes_without_a_vector_come_most_recently_used_first(tmp_path, now):
+    with open_store(tmp_path / "cache.duckdb") as con:
+        identities = _store(con, now)
+        rows, missing = entries_missing_vectors(
+            con, [("acme", "faq", True)], _keys(identities[3]), EMBEDDER, now, limit=10
+        )
+    # Indexed ("gift cards"), expired ("ship abroad") and globex's entry are left out.
+    assert rows["input_text"].to_list() == ["opening hours", "reset my password"]
+    assert missing == 2
+    # Each row carries the scope its requests search and the partition that wrote it.
+    assert rows["semantic_scope"].to_list() == [
+        semantic_scope(identities[1], EMBEDDER),
+        semantic_scope(identities[0], EMBEDDER),
+    ]
+    assert set(rows["source_partition"]) == {"2026-01-01"}
+
+
+def test_a_limit_takes_the_most_recent_and_still_counts_them_all(tmp_path, now):
+    with open_store(tmp_path / "cache.duckdb") as con:
+        _store(con, now)
+        rows, missing = entries_missing_vectors(con, [("acme", "faq", True)], _keys(), EMBEDDER, now, limit=1)
+        none, counted = entries_missing_vectors(con, [("acme", "faq", True)], _keys(), EMBEDDER, now, limit=0)
+    assert rows["input_text"].to_list() == ["opening hours"] and missing == 3
+    assert none.height == 0 and counted == 3
+
+
+def test_an_entry_recorded_exact_only_is_left_out_under_the_same_settings_only(tmp_path, now):
+    with open_store(tmp_path / "cache.duckdb") as con:
+        _store(con, now)
+        rows, _ = entries_missing_vectors(con, [("acme", "faq", True)], _keys(), EMBEDDER, now, limit=10)
+        exact_only = rows.filter(pl.col("input_text") == "opening hours").with_columns(reason=pl.lit("why"))
+        assert record_exact_only(con, exact_only, EMBEDDER, now) == 1
+        verified, _ = entries_missing_vectors(con, [("acme", "faq", True)], _keys(), EMBEDDER, now, limit=10)
+        unverified, _ = entries_missing_vectors(
+            con, [("acme", "faq", False)], _keys(), EMBEDDER, now, limit=10
+        )
+        other_model, _ = entries_missing_vectors(
+            con, [("acme", "faq", True)], _keys(), "other", now, limit=10
+        )
+        # Recorded twice, kept once; gone with its entry.
+        record_exact_only(con, exact_only, EMBEDDER, now)
+        assert con.execute("SELECT count(*) FROM exact_only_entries").fetchall() == [(1,)]
+        con.execute("DELETE FROM cache_entries WHERE input_text = 'opening hours'")
+        assert forget_exact_only_without_entry(con, now) == 1
+    assert "opening hours" not in verified["input_text"].to_list()
+    assert "opening hours" in unverified["input_text"].to_list()  # verification decided it
+    assert "opening hours" in other_model["input_text"].to_list()
