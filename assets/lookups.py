@@ -6,6 +6,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 import dagster as dg
+import duckdb
 import numpy as np
 import polars as pl
 
@@ -151,12 +152,6 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
     params and prefix); served only at or above the namespace's threshold."""
     partition = context.partition_key
     now = infercache.now()
-    backfilled = _index_entries_without_vectors(infercache, partition, now)
-    if backfilled["entries_awaiting_vectors"]:
-        context.log.info(
-            f"{backfilled['entries_awaiting_vectors']} stored entries still have no vector: at most "
-            f"{infercache.vector_backfill_limit} per embedding model are indexed a run, the rest next time"
-        )
     frames = []
     with open_store(infercache.locations.duckdb_path) as con:
         candidates = con.sql(
@@ -178,6 +173,12 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
         settings_changed = settings_changed_since_keying(con, partition, infercache.settings())
         for changed in settings_changed:
             context.log.warning(changed)
+        backfilled = _index_entries_without_vectors(infercache, con, partition, now)
+        if backfilled["entries_awaiting_vectors"]:
+            context.log.info(
+                f"{backfilled['entries_awaiting_vectors']} stored entries still have no vector: at most "
+                f"{infercache.vector_backfill_limit} per embedding model are indexed a run, the rest later"
+            )
         verifier = infercache.pair_verifier_for(candidates)
         for (embedding_model,), group in candidates.group_by(["embedding_model"], maintain_order=True):
             started = time.perf_counter()
@@ -218,29 +219,28 @@ ORDER BY ALL
 """
 
 
-def _index_entries_without_vectors(infercache: InferCacheResource, partition: str, now: datetime) -> dict:
+def _index_entries_without_vectors(
+    infercache: InferCacheResource, con: duckdb.DuckDBPyConnection, partition: str, now: datetime
+) -> dict:
     """Index the stored entries of the partition's namespaces that reuse semantically but
     have no vector under their embedding model (storage/vector_backfill.py), under the
     settings the partition was keyed with: written while reuse was off, or under another
     embedding model, they would otherwise serve exact hits only."""
     counts = {"vectors_backfilled": 0, "entries_kept_exact_only": 0, "entries_awaiting_vectors": 0}
-    with open_store(infercache.locations.duckdb_path) as con:
-        keyed = con.sql(_KEYED_REUSE_QUERY, params=[partition]).fetchall()
+    keyed = con.sql(_KEYED_REUSE_QUERY, params=[partition]).fetchall()
     scopes_by_model: dict[str, list[tuple[str, str, bool]]] = {}
     for embedding_model, tenant, namespace, verify in keyed:
         scopes_by_model.setdefault(embedding_model, []).append((tenant, namespace, verify))
     settings = infercache.settings()
     for embedding_model, scopes in scopes_by_model.items():
         index = infercache.semantic_index(embedding_model)
-        with open_store(infercache.locations.duckdb_path) as con:
-            missing, awaiting = entries_missing_vectors(
-                con, scopes, index.keys(), embedding_model, now, infercache.vector_backfill_limit
-            )
+        missing, awaiting = entries_missing_vectors(
+            con, scopes, index.keys(), embedding_model, now, infercache.vector_backfill_limit
+        )
         if not missing.height:
             continue
         added, exact_only = _embed_and_index(infercache, index, embedding_model, missing, settings)
-        with open_store(infercache.locations.duckdb_path) as con:
-            kept = record_exact_only(con, exact_only, embedding_model, now)
+        kept = record_exact_only(con, exact_only, embedding_model, now)
         counts["vectors_backfilled"] += added
         counts["entries_kept_exact_only"] += kept
         counts["entries_awaiting_vectors"] += awaiting - added - kept

@@ -1,8 +1,8 @@
 """Vectors for live entries that have none in an embedding model's index.
 
 Write-back indexes the answers of its own model calls. Entries written while their
-namespace had semantic reuse off, or under another embedding model (or before the
-model's weights changed, which empties its index), have no vector there, and would
+namespace had semantic reuse off, or under another embedding model (or before its
+index table was deleted to start afresh), have no vector there, and would
 serve exact hits only until they expire. Before its semantic search, a partition
 therefore indexes the live entries of its namespaces that reuse semantically and still
 miss a vector: most recently used first, up to a limit per run, the rest on later runs.
