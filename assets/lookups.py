@@ -23,10 +23,10 @@ from storage.exact_store import (
 )
 from storage.keying import settings_changed_since_keying
 from storage.keys import text_hash
-from storage.semantic_coverage import semantic_skip_reasons
+from storage.semantic_coverage import semantic_decisions
 from storage.semantic_index import SemanticIndex
 from storage.semantic_lookup import lookup_semantic
-from storage.vector_backfill import entries_missing_vectors, record_exact_only
+from storage.vector_backfill import entries_missing_vectors, record_exact_only, with_scopes
 
 
 @dg.asset(deps=["model_requests"], kinds={"duckdb", "polars"}, **PARTITION_FLOW)
@@ -265,8 +265,10 @@ def _embed_and_index(
         )
         for tenant, name, verify in missing.select("tenant", "namespace", "verify").iter_rows()
     ]
-    reasons = semantic_skip_reasons(missing["input_text"].to_list(), namespaces, settings)
-    missing = missing.with_columns(reason=pl.Series(reasons, dtype=pl.String))
+    reasons, languages = semantic_decisions(missing["input_text"].to_list(), namespaces, settings)
+    missing = with_scopes(missing, embedding_model, languages).with_columns(
+        reason=pl.Series(reasons, dtype=pl.String)
+    )
     readable = missing.filter(pl.col("reason").is_null())
     vectors = np.zeros((0, index.dimension), dtype=np.float32)
     if readable.height:

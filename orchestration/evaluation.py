@@ -20,7 +20,12 @@ from storage.keys import normalized_text
 from storage.languages import load_detector
 from storage.lookalikes import Verify, unread_pairs
 from storage.replay import ReplayStores, WrongHit, replay_workload
-from storage.semantic_coverage import exact_only_texts, semantic_skip_reasons
+from storage.semantic_coverage import (
+    language_scoped,
+    replay_decisions,
+    semantic_decisions,
+    semantic_skip_reasons,
+)
 
 # A replay goes through the workload block by block once for each of the grid's settings,
 # comparing each block with every entry before it: its time grows with the square of the
@@ -113,6 +118,11 @@ def evaluate(
             wrong_hits=wrong_hits,
             skip_reasons=lambda texts: semantic_skip_reasons(texts, [namespace] * len(texts), settings),
             model_fingerprint=spec.fingerprint(),
+            scope_languages=(
+                (lambda texts: semantic_decisions(texts, [namespace] * len(texts), settings)[1])
+                if language_scoped(namespace, settings)
+                else None
+            ),
         )
     if wrong_hits is not None:
         report["wrong_hit_examples"] = _described(wrong_hits[:show_wrong], verify)
@@ -133,6 +143,8 @@ def evaluate(
         "verifier_dtype": getattr(getattr(verify, "__self__", None), "dtype", None),
         "embedding_model": semantic.embedding_model,
         "embedding_dtype": getattr(embedder, "dtype", None),
+        # Whether each text's language was part of its semantic scope (no answer across languages).
+        "language_in_scope": language_scoped(namespace, settings),
         "store": str(store) if store else "temporary",
         "workload": str(workload),
     }
@@ -401,10 +413,19 @@ def _pair_points(
     duplicate = np.array([p["duplicate"] for p in pairs])
     # A pair with a text the pipeline gives exact matching only is never served semantically
     # at settings of that kind (the verifier may read fewer languages than the embedding model).
-    exact_only = exact_only_texts(texts, settings, current)
+    # Nor is a pair of two languages where the pipeline keeps each language to its own scope.
+    exact_only, scope_languages = replay_decisions(texts, settings, current)
     keyed = [(normalized_text(p["a"]), normalized_text(p["b"])) for p in pairs]
     servable = {
-        verified: np.array([a not in skipped and b not in skipped for a, b in keyed], dtype=bool)
+        verified: np.array(
+            [
+                a not in skipped
+                and b not in skipped
+                and _same_scope_language(scope_languages[verified], a, b)
+                for a, b in keyed
+            ],
+            dtype=bool,
+        )
         for verified, skipped in exact_only.items()
     }
     # The verifier only matters where some grid threshold could serve the pair.
@@ -440,8 +461,15 @@ def _workload_points(
     texts = [row["text"] for row in rows]
     distinct = list(dict.fromkeys(normalized_text(text) for text in texts))
     matrix, embedded_now = cache.embed(distinct, embedder)
-    exact_only = exact_only_texts(texts, settings, current)
-    points = replay_points(texts, [row["group"] for row in rows], matrix, verify, exact_only=exact_only)
+    exact_only, scope_languages = replay_decisions(texts, settings, current)
+    points = replay_points(
+        texts,
+        [row["group"] for row in rows],
+        matrix,
+        verify,
+        exact_only=exact_only,
+        scope_languages=scope_languages,
+    )
     counts = {
         "requests": len(rows),
         "groups": len({row["group"] for row in rows}),
@@ -452,6 +480,10 @@ def _workload_points(
         "texts_exact_only": _counted(exact_only),
     }
     return points, counts
+
+
+def _same_scope_language(languages: dict[str, str] | None, a: str, b: str) -> bool:
+    return languages is None or languages.get(a) == languages.get(b)
 
 
 def _counted(exact_only: dict[bool, set[str]]) -> dict[str, int]:

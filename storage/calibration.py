@@ -26,7 +26,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from storage.lookalikes import Verify, resolve_lookalikes
+from storage.lookalikes import Verify, resolve_within_scopes
 
 COSINE_GRID = tuple(round(0.5 + 0.02 * i, 2) for i in range(25))  # 0.50 ... 0.98
 VERIFY_GRID = (None, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.97, 0.99)
@@ -160,6 +160,7 @@ def replay_points(
     verify_grid: tuple[float | None, ...] = REPLAY_VERIFY_GRID,
     block_size: int | None = None,
     exact_only: dict[bool, set[str]] | None = None,
+    scope_languages: dict[bool, dict[str, str] | None] | None = None,
 ) -> list[Operating]:
     """Every setting of the grid replayed over a workload in order, counted as `evaluate`
     counts (storage/replay.py, whose block counting it shares): the workload goes in blocks,
@@ -168,7 +169,10 @@ def replay_points(
     distinct text (after Unicode normalisation, as keys are made), in order of first
     appearance. The verifier reads each candidate pair once, whatever the number of settings.
     `exact_only[verified]` holds the distinct texts the pipeline gives exact matching only
-    at settings that verify (True) or not (False): their language, their length."""
+    at settings that verify (True) or not (False): their language, their length.
+    `scope_languages[verified]` maps each distinct text to the language its scope holds,
+    where the pipeline keeps answers to one language at that kind of setting (no entry or
+    None: the scope holds none); rows of different languages never answer each other."""
     from storage.keys import normalized_text
     from storage.replay import BLOCK_SIZE
 
@@ -202,6 +206,7 @@ def replay_points(
                 verify_threshold or 0.0,
                 block_size or BLOCK_SIZE,
                 (exact_only or {}).get(verify_threshold is not None, set()),
+                (scope_languages or {}).get(verify_threshold is not None),
             )
             points.append(
                 Operating.counted(
@@ -216,10 +221,21 @@ def replay_points(
 
 
 def _replay_counts(
-    keys, groups, distinct, vectors, row_of, threshold, verify, verify_threshold, block_size, exact_only
+    keys,
+    groups,
+    distinct,
+    vectors,
+    row_of,
+    threshold,
+    verify,
+    verify_threshold,
+    block_size,
+    exact_only,
+    languages=None,
 ) -> dict:
     """One replay in blocks, the store held in memory: entries are the rows that inserted,
-    searched only where their text was not given exact matching only."""
+    searched only where their text was not given exact matching only, and (with
+    `languages`) only by rows of their language."""
     from storage.lookalikes import External
     from storage.replay import count_block, rows_to_resolve
     from storage.scope_search import nearest_columns
@@ -230,21 +246,30 @@ def _replay_counts(
     entry_keys: set[str] = set()
     entry_rows: list[int] = []  # rows of `vectors`
     entry_groups: list[str] = []
+    entry_languages: list[str | None] = []
     for start in range(0, len(keys), block_size):
         block_keys, block_groups = keys[start : start + block_size], groups[start : start + block_size]
         stored = [key in entry_keys for key in block_keys]
         semantic_rows = [i for i in rows_to_resolve(block_keys, stored) if block_keys[i] not in exact_only]
         block_vectors = vectors[[row_of[block_keys[i]] for i in semantic_rows]]
+        block_languages = [(languages or {}).get(block_keys[i]) for i in semantic_rows]
         externals: list[list[External]] = [[] for _ in semantic_rows]
         if entry_rows and semantic_rows:
             similarities = block_vectors @ vectors[entry_rows].T
+            if languages:
+                # An entry of another language is as good as absent (below every threshold).
+                other = np.array(block_languages, dtype=object)[:, None] != np.array(
+                    entry_languages, dtype=object
+                )
+                similarities[other] = -2.0
             for query, columns in enumerate(nearest_columns(similarities, CANDIDATES_PER_QUERY)):
                 # The most similar first, as the look-up path orders its candidates.
                 externals[query] = [
                     External(distinct[entry_rows[c]], float(similarities[query, c]), entry_groups[c])
                     for c in sorted(columns.tolist(), key=lambda c: -similarities[query, c])
                 ]
-        resolved = resolve_lookalikes(
+        resolved = resolve_within_scopes(
+            block_languages,
             block_vectors,
             [block_keys[i] for i in semantic_rows],
             [threshold] * len(semantic_rows),
@@ -263,6 +288,7 @@ def _replay_counts(
             if block_keys[i] not in exact_only:
                 entry_rows.append(row_of[block_keys[i]])
                 entry_groups.append(block_groups[i])
+                entry_languages.append((languages or {}).get(block_keys[i]))
     return counts
 
 

@@ -96,6 +96,11 @@ class SemanticSettings:
     # Generated text has no label to compare: the audit records the similarity of the two
     # texts, and below this (where set) counts the served answer as a different one.
     audit_min_text_similarity: float | None = None
+    # Where the embedding model reads several languages: whether a request may be served
+    # the answer to a wording in another language (off: each text's language is part of its
+    # semantic scope, storage/languages.scope_language). On suits labels that do not depend
+    # on the language; answers in the request's own language need it off.
+    cross_language: bool = False
 
 
 @dataclass(frozen=True)
@@ -377,6 +382,7 @@ def _namespace_settings(name: str, values: dict[str, Any]) -> NamespaceSettings:
             audit_min_text_similarity=(
                 None if audit_min_text_similarity is None else float(audit_min_text_similarity)
             ),
+            cross_language=bool(semantic.get("cross_language", False)),
         ),
         labels=tuple(values.get("labels") or ()),
         max_entries=capacity.get("max_entries"),

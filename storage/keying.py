@@ -15,7 +15,7 @@ from storage.keys import (
     canonical_request,
     semantic_scope,
 )
-from storage.semantic_coverage import SEMANTIC_OFF, semantic_skip_reasons
+from storage.semantic_coverage import SEMANTIC_OFF, semantic_decisions
 
 
 def effective_params(params: dict, backend: str, labels: tuple[str, ...]) -> dict:
@@ -33,9 +33,9 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
         settings.namespace(row["namespace"], row["tenant"])
         for row in accepted.select("namespace", "tenant").iter_rows(named=True)
     ]
-    skip_reasons = semantic_skip_reasons(accepted["input"].to_list(), namespaces, settings)
-    for row, namespace, skip_reason in zip(
-        accepted.iter_rows(named=True), namespaces, skip_reasons, strict=True
+    skip_reasons, languages = semantic_decisions(accepted["input"].to_list(), namespaces, settings)
+    for row, namespace, skip_reason, language in zip(
+        accepted.iter_rows(named=True), namespaces, skip_reasons, languages, strict=True
     ):
         spec = settings.model(row["model"])
         params = effective_params(json.loads(row["params_json"]), spec.backend, namespace.labels)
@@ -56,7 +56,7 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
                 "model_version": spec.version,
                 "key": cache_key(canonical),
                 "canonical_request": canonical,
-                "semantic_scope": semantic_scope(identity, namespace.semantic.embedding_model),
+                "semantic_scope": semantic_scope(identity, namespace.semantic.embedding_model, language),
                 "embedding_model": namespace.semantic.embedding_model,
                 "semantic_enabled": skip_reason is None,
                 "semantic_threshold": namespace.semantic.threshold,

@@ -50,22 +50,26 @@ def cache_key(canonical: str) -> bytes:
     return hashlib.sha256(canonical.encode("utf-8")).digest()
 
 
-def semantic_scope(identity: RequestIdentity, embedding_model: str) -> str:
+def semantic_scope(identity: RequestIdentity, embedding_model: str, language: str | None = None) -> str:
     """Hex hash of everything but the input: the hard prefilter of a semantic search.
 
-    Two requests may share an answer only if they agree on all of it.
+    Two requests may share an answer only if they agree on all of it. `language` is the
+    text's language where the namespace keeps answers to one language
+    (storage.semantic_coverage.language_scoped); None leaves it out.
     """
-    encoded = _canonical_json([*_context(identity), embedding_model])
-    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+    return _scope_hash(_context(identity), embedding_model, language)
 
 
-def semantic_scope_of_stored(canonical: str, embedding_model: str) -> str:
+def semantic_scope_of_stored(canonical: str, embedding_model: str, language: str | None = None) -> str:
     """The semantic scope of a stored entry, from its canonical request (as semantic_scope
     gives it for the request that wrote it): an entry written without a vector, or under
     another embedding model, can be indexed afterwards under the scope its requests search."""
-    items = json.loads(canonical)
-    encoded = _canonical_json([*items[:-1], embedding_model])
-    return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+    return _scope_hash(json.loads(canonical)[:-1], embedding_model, language)
+
+
+def _scope_hash(context: list[Any], embedding_model: str, language: str | None) -> str:
+    items = [*context, embedding_model] if language is None else [*context, embedding_model, language]
+    return hashlib.sha256(_canonical_json(items).encode("utf-8")).hexdigest()
 
 
 def _context(identity: RequestIdentity) -> list[Any]:

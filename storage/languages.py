@@ -151,3 +151,40 @@ def coverage_gap(
         f"text reads as {detected[0]} (confidence {detected[1]:.2f}, {english:.0%} of its words "
         f"English); {model_name} covers {declared}: exact matching only"
     )
+
+
+# Where a multilingual model's scope is kept to one language, a Latin-script text is taken
+# for English when this share of its words are English (inference/english_words.py), as
+# coverage_gap's tiers overrule a detection; otherwise for the detected language where the
+# detector is at least this sure; otherwise it is put with the Latin-script texts nothing
+# could place.
+SCOPE_ENGLISH_SHARE = 0.5
+SCOPE_MIN_CONFIDENCE = 0.5
+
+
+def scope_language(text: str, detected: Detection = None) -> str:
+    """The language a text is kept to in a multilingual model's semantic scope, so that a
+    request is never served the answer to its wording in another language: its writing
+    systems where they are not Latin ("zh", "ja", "ko", "cyrillic"), else its detected
+    language ("en", "fr"; `detected` from detect_languages), else "latin". Texts with no
+    letters share "none". A misplaced text only misses its own language's paraphrases."""
+    counts = letter_scripts(text)
+    total = sum(counts.values())
+    if not total:
+        return "none"
+    scripts = sorted(script for script, n in counts.items() if n / total >= MIN_SCRIPT_SHARE)
+    if scripts != ["LATIN"]:
+        # Japanese mixes kana with Chinese characters, Korean may: one place each however
+        # a text mixes them.
+        if {"HIRAGANA", "KATAKANA"} & set(scripts):
+            return "ja"
+        if "HANGUL" in scripts:
+            return "ko"
+        return "zh" if scripts == ["CJK"] else "+".join(script.lower() for script in scripts)
+    from inference.english_words import english_word_share
+
+    if english_word_share(text) >= SCOPE_ENGLISH_SHARE:
+        return "en"
+    if detected is not None and detected[1] >= SCOPE_MIN_CONFIDENCE:
+        return detected[0]
+    return "latin"

@@ -16,6 +16,7 @@ one-by-one replay would give.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -136,6 +137,40 @@ def resolve_lookalikes(
             resolutions.append(
                 Resolution(leader_row=chosen[0], external=chosen[1], best_similarity=best_seen)
             )
+    return resolutions
+
+
+def resolve_within_scopes(
+    scopes: Sequence[object],
+    vectors: np.ndarray,
+    texts: Sequence[str],
+    thresholds: Sequence[float],
+    verify: Verify | None,
+    verify_thresholds: Sequence[float],
+    externals: Sequence[Sequence[External]] | None = None,
+) -> list[Resolution]:
+    """resolve_lookalikes where only rows of one scope answer each other (a replay that
+    keeps each text's language to its own scope): each scope's rows in their order, every
+    leader_row a row of the whole batch. The externals given must be of the row's scope."""
+    if len(set(scopes)) <= 1:
+        return resolve_lookalikes(vectors, texts, thresholds, verify, verify_thresholds, externals=externals)
+    externals = externals or [[] for _ in texts]
+    rows_by_scope: dict[object, list[int]] = {}
+    for row, scope in enumerate(scopes):
+        rows_by_scope.setdefault(scope, []).append(row)
+    resolutions: list[Resolution] = [Resolution()] * len(texts)
+    for rows in rows_by_scope.values():
+        resolved = resolve_lookalikes(
+            vectors[rows],
+            [texts[r] for r in rows],
+            [thresholds[r] for r in rows],
+            verify,
+            [verify_thresholds[r] for r in rows],
+            externals=[externals[r] for r in rows],
+        )
+        for row, resolution in zip(rows, resolved, strict=True):
+            leader = None if resolution.leader_row is None else rows[resolution.leader_row]
+            resolutions[row] = dataclasses.replace(resolution, leader_row=leader)
     return resolutions
 
 

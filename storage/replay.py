@@ -28,7 +28,7 @@ from storage.config import NamespaceSettings
 from storage.embedding_cache import EmbeddingCache
 from storage.exact_store import lookup_exact, open_store, write_entries
 from storage.keys import RequestIdentity, cache_key, canonical_request, semantic_scope
-from storage.lookalikes import Resolution, Verify, resolve_lookalikes
+from storage.lookalikes import Resolution, Verify, resolve_within_scopes
 from storage.semantic_index import SemanticIndex
 from storage.semantic_lookup import cached_candidates
 
@@ -57,6 +57,9 @@ class SkippedRequest:
 
 # Why each text gets exact matching only (None: semantic reuse applies to it).
 SkipReasons = Callable[[list[str]], list[str | None]]
+# The language each text's semantic scope holds (None: none), where the namespace keeps
+# answers to one language (storage.semantic_coverage.semantic_decisions).
+ScopeLanguages = Callable[[list[str]], list[str | None]]
 # How many skipped requests a report shows; the count covers them all.
 SKIPPED_EXAMPLES = 10
 
@@ -79,13 +82,16 @@ def replay_workload(
     wrong_hits: list[WrongHit] | None = None,
     skip_reasons: SkipReasons | None = None,
     model_fingerprint: str | None = None,
+    scope_languages: ScopeLanguages | None = None,
 ) -> dict:
     """Counts of the replay; see `evaluate` in the README for each figure. Where
     `wrong_hits` is a list, every wrong semantic hit counted is appended to it, in the
     order served, for a person to read. `skip_reasons` decides which requests get exact
     matching only, as the pipeline's keying does (None: every request is looked up
     semantically where the namespace allows it). `model_fingerprint` refuses a store whose
-    vector tables other weights filled under the same model name."""
+    vector tables other weights filled under the same model name. `scope_languages` puts
+    each text's language in its semantic scope, as the pipeline's keying does where the
+    namespace keeps answers to one language (None: no language in the scope)."""
     started = time.perf_counter()
     semantic = namespace.semantic
     embedding_cache = EmbeddingCache(
@@ -97,7 +103,17 @@ def replay_workload(
     counts = {"exact_hits": 0, "semantic_hits": 0, "right_semantic_hits": 0, "recall_denominator": 0}
     with open_store(stores.duckdb_path) as con:
         replay = _Replay(
-            con, index, embedding_cache, namespace, embed, verify, tenant, counts, wrong_hits, skip_reasons
+            con,
+            index,
+            embedding_cache,
+            namespace,
+            embed,
+            verify,
+            tenant,
+            counts,
+            wrong_hits,
+            skip_reasons,
+            scope_languages,
         )
         # A kept store (evaluate --store) may hold entries of an earlier replay: their groups
         # already have an entry, so a request of one of them counts in recall's denominator.
@@ -189,6 +205,7 @@ class _Replay:
     counts: dict
     wrong_hits: list[WrongHit] | None
     skip_reasons: SkipReasons | None
+    scope_languages: ScopeLanguages | None = None
     groups_with_entry: set[str] = field(default_factory=set)
     skipped: list[SkippedRequest] = field(default_factory=list)
 
@@ -200,12 +217,18 @@ def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
     identities = [_identity(namespace.name, tenant, row["text"]) for row in block]
     canonical = [canonical_request(x) for x in identities]
     keys = [cache_key(c) for c in canonical]
+    texts_of_block = [row["text"] for row in block]
+    languages = replay.scope_languages(texts_of_block) if replay.scope_languages else [None] * len(block)
+    scopes = [
+        semantic_scope(x, semantic.embedding_model, language)
+        for x, language in zip(identities, languages, strict=True)
+    ]
     requests = pl.DataFrame(
         {
             "request_id": [f"{offset + i:09d}" for i in range(len(block))],
             "key": keys,
             "canonical_request": canonical,
-            "semantic_scope": [semantic_scope(x, semantic.embedding_model) for x in identities],
+            "semantic_scope": scopes,
             "input": [row["text"] for row in block],
         },
         schema_overrides={"key": pl.Binary},
@@ -222,7 +245,8 @@ def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
         texts = [block[i]["text"] for i in semantic_rows]
         vectors, _ = embedding_cache.embed(texts, replay.embed)
         externals = cached_candidates(con, index, requests[semantic_rows], vectors, now)
-        resolved = resolve_lookalikes(
+        resolved = resolve_within_scopes(
+            [scopes[i] for i in semantic_rows],
             vectors,
             texts,
             [semantic.threshold] * len(texts),

@@ -15,7 +15,7 @@ import dataclasses
 from storage.config import NamespaceSettings, Settings
 from storage.input_length import cut_short, reading_limit
 from storage.keys import normalized_text
-from storage.languages import Detection, coverage_gap, detect_languages
+from storage.languages import Detection, coverage_gap, detect_languages, scope_language
 
 SEMANTIC_OFF = "semantic reuse is off for this namespace"
 
@@ -24,30 +24,63 @@ def semantic_skip_reasons(
     texts: list[str], namespaces: list[NamespaceSettings], settings: Settings
 ) -> list[str | None]:
     """For each text under its namespace, why semantic reuse is off for it (None: it is on)."""
+    return semantic_decisions(texts, namespaces, settings)[0]
+
+
+def semantic_decisions(
+    texts: list[str], namespaces: list[NamespaceSettings], settings: Settings
+) -> tuple[list[str | None], list[str | None]]:
+    """For each text under its namespace: why semantic reuse is off for it (None: it is on),
+    and the language its semantic scope holds (None: the scope holds none, see
+    reachable_languages), from one reading of the texts."""
     # Languages only where semantic reuse could apply (the detector costs ~7 s to load).
     detected = detect_languages(
         [text if ns.semantic.enabled else "" for text, ns in zip(texts, namespaces, strict=True)]
     )
     too_long = _cut_short_by_embedding_model(texts, namespaces, settings)
-    return _reasons(texts, namespaces, settings, detected, too_long)
+    reasons = _reasons(texts, namespaces, settings, detected, too_long)
+    languages = [
+        scope_language(text, language) if reason is None and language_scoped(namespace, settings) else None
+        for text, namespace, language, reason in zip(texts, namespaces, detected, reasons, strict=True)
+    ]
+    return reasons, languages
+
+
+def reachable_languages(namespace: NamespaceSettings, settings: Settings) -> tuple[str, ...]:
+    """The languages whose text can reach the namespace's semantic path: its embedding
+    model's, and of those only the verifier's where it verifies (other text gets exact
+    matching only)."""
+    semantic = namespace.semantic
+    languages = settings.embedding_model(semantic.embedding_model).languages
+    if semantic.verify:
+        languages = tuple(lang for lang in languages if lang in settings.verifier_languages)
+    return languages
+
+
+def language_scoped(namespace: NamespaceSettings, settings: Settings) -> bool:
+    """Whether each text's language is part of the namespace's semantic scope: where text
+    of several languages can reach the semantic path and the namespace has not chosen to
+    reuse answers across languages (semantic.cross_language)."""
+    semantic = namespace.semantic
+    return (
+        semantic.enabled and not semantic.cross_language and len(reachable_languages(namespace, settings)) > 1
+    )
 
 
 def cross_language_reuse(namespace: NamespaceSettings, settings: Settings) -> str | None:
-    """Why the namespace may serve a request the answer to its wording in another language
-    (None where it cannot): its embedding model reads several languages and nothing checks
-    the pair, since the verifier reads English only and, while it verifies, other text gets
-    exact matching only. The semantic scope does not hold the text's language."""
+    """What to tell of a namespace that serves a request the answer to its wording in
+    another language by its own choice (semantic.cross_language on, with text of several
+    languages reaching the semantic path); None elsewhere, the language being part of the
+    scope or only one language reaching it."""
     semantic = namespace.semantic
-    if not semantic.enabled or semantic.verify:
-        return None
-    languages = settings.embedding_model(semantic.embedding_model).languages
-    if len(languages) < 2:
+    languages = reachable_languages(namespace, settings)
+    if not semantic.enabled or not semantic.cross_language or len(languages) < 2:
         return None
     return (
-        f"namespace {namespace.name!r} reuses answers on {semantic.embedding_model} "
-        f"({len(languages)} languages) without verification: a request can be served the answer "
-        "to its wording in another language; keep one language to this namespace, or use it "
-        "for labels that do not depend on the language"
+        f"namespace {namespace.name!r} reuses answers across languages on {semantic.embedding_model} "
+        f"({len(languages)} languages, semantic.cross_language on): a request can be served the "
+        "answer to its wording in another language; right for labels that do not depend on the "
+        "language, wrong for answers written in the request's language"
     )
 
 
@@ -58,6 +91,16 @@ def exact_only_texts(
     matching only, were the namespace to reuse semantically with verification (True) and
     without (False): what a calibration replays at each kind of setting. Each key is
     decided on its first wording, as the pipeline meets it first, and read once for both."""
+    return replay_decisions(texts, settings, namespace)[0]
+
+
+def replay_decisions(
+    texts: list[str], settings: Settings, namespace: NamespaceSettings
+) -> tuple[dict[bool, set[str]], dict[bool, dict[str, str] | None]]:
+    """exact_only_texts, and for each kind of setting the language each text's semantic
+    scope holds (keyed as there), or None where the scope holds no language
+    (language_scoped): a calibration never counts an answer across languages the pipeline
+    would not serve."""
     first_wording = {normalized_text(text): text for text in reversed(texts)}
     keys = list(first_wording)
     wordings = list(first_wording.values())
@@ -70,11 +113,20 @@ def exact_only_texts(
     detected = detect_languages(wordings)
     # Length does not depend on verification.
     too_long = _cut_short_by_embedding_model(wordings, [reusing[False]] * len(wordings), settings)
-    exact_only = {}
+    exact_only: dict[bool, set[str]] = {}
+    languages: dict[bool, dict[str, str] | None] = {}
     for verified, settings_then in reusing.items():
         reasons = _reasons(wordings, [settings_then] * len(wordings), settings, detected, too_long)
         exact_only[verified] = {key for key, reason in zip(keys, reasons, strict=True) if reason is not None}
-    return exact_only
+        languages[verified] = (
+            {
+                key: scope_language(wording, language)
+                for key, wording, language in zip(keys, wordings, detected, strict=True)
+            }
+            if language_scoped(settings_then, settings)
+            else None
+        )
+    return exact_only, languages
 
 
 def _reasons(

@@ -55,7 +55,6 @@ _ROW_SCHEMA = {
     "input_text": pl.String,
     "source_partition": pl.String,
     "verify": pl.Boolean,
-    "semantic_scope": pl.String,
 }
 
 
@@ -88,11 +87,18 @@ def entries_missing_vectors(
     finally:
         con.unregister("backfill_scopes")
         con.unregister("backfill_indexed_keys")
-    scopes_of_rows = [
-        semantic_scope_of_stored(canonical, embedding_model) for canonical in rows["canonical_request"]
-    ]
-    rows = rows.with_columns(semantic_scope=pl.Series(scopes_of_rows, dtype=pl.String))
     return rows.cast(_ROW_SCHEMA), missing
+
+
+def with_scopes(rows: pl.DataFrame, embedding_model: str, languages: list[str | None]) -> pl.DataFrame:
+    """`rows` (with canonical_request) with the semantic scope their requests search under
+    the embedding model, each text's language in it where the namespace keeps one
+    (storage.semantic_coverage.semantic_decisions)."""
+    scopes = [
+        semantic_scope_of_stored(canonical, embedding_model, language)
+        for canonical, language in zip(rows["canonical_request"], languages, strict=True)
+    ]
+    return rows.with_columns(semantic_scope=pl.Series(scopes, dtype=pl.String))
 
 
 def record_exact_only(

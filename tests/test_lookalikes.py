@@ -72,3 +72,17 @@ def test_a_blocked_pair_is_never_resolved_also_past_the_precomputed_candidates()
     )
     assert resolve()[10].leader_row == 9
     assert resolve(blocked=frozenset({(10, 9)}))[10].is_leader
+
+
+def test_rows_of_different_scopes_never_answer_each_other():
+    """A replay that keeps each language to its scope: the same vector in another scope is a
+    leader of its own, and each leader_row names a row of the whole batch."""
+    from storage.lookalikes import resolve_within_scopes
+
+    vectors = np.tile(np.eye(1, 4, dtype=np.float32), (4, 1))  # four identical vectors
+    texts = ["fr one", "en one", "fr two", "en two"]
+    resolved = resolve_within_scopes(["fr", "en", "fr", "en"], vectors, texts, [0.9] * 4, None, [0.0] * 4)
+    assert [r.leader_row for r in resolved] == [None, None, 0, 1]
+    assert [r.is_leader for r in resolved] == [True, True, False, False]
+    together = resolve_within_scopes(["x"] * 4, vectors, texts, [0.9] * 4, None, [0.0] * 4)
+    assert [r.leader_row for r in together] == [None, 0, 0, 0]

@@ -475,3 +475,44 @@ def test_turning_semantic_reuse_on_indexes_the_entries_written_while_it_was_off(
     assert (lookups["vectors_backfilled"], lookups["entries_kept_exact_only"]) == (0, 0)
     assert _report(again)["semantic_hits"] == 1
     assert resource.semantic_index("all-MiniLM-L6-v2").count() == 2
+
+
+def test_a_multilingual_namespace_answers_each_language_from_its_own(tmp_path):
+    """On multilingual-e5-small without verification, an English request and its French
+    wording sit at cosine 0.91: neither is folded into the other's call nor served the
+    other's answer; each paraphrase is served from its own language's entry."""
+    from storage.config import write_namespace_override
+
+    semantic = {"embedding_model": "multilingual-e5-small", "verify": False, "threshold": 0.85}
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": semantic})
+    _land(
+        tmp_path,
+        DAY1,
+        [
+            _faq("d1-1", "Comment réinitialiser mon mot de passe ?"),
+            _faq("d1-2", "How do I reset my password?"),
+        ],
+    )
+    _land(
+        tmp_path,
+        DAY2,
+        [
+            _faq("d2-1", "How can I reset my password?"),
+            _faq("d2-2", "Comment puis-je réinitialiser mon mot de passe ?"),
+        ],
+    )
+    resource = InferCacheResource(home=str(tmp_path))
+    instance = dg.DagsterInstance.ephemeral()
+    first = _materialize(resource, DAY1, instance)
+    assert _metadata(first, "inference_outputs")["model_calls"] == 2  # not folded together
+    _materialize(resource, DAY2, instance)
+    served = _query(
+        tmp_path,
+        "SELECT o.request_id, o.path, e.input_text FROM request_outcomes o"
+        " JOIN cache_entries e ON e.key = o.served_key WHERE o.partition = ? ORDER BY 1",
+        [DAY2],
+    )
+    assert served.rows() == [
+        ("d2-1", "semantic", "How do I reset my password?"),
+        ("d2-2", "semantic", "Comment réinitialiser mon mot de passe ?"),
+    ]

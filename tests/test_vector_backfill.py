@@ -11,6 +11,7 @@ from storage.vector_backfill import (
     entries_missing_vectors,
     forget_exact_only_without_entry,
     record_exact_only,
+    with_scopes,
 )
 from tests.helpers import EMBEDDER, entry_rows, identity
 
@@ -45,8 +46,9 @@ def test_live_entries_of_the_scopes_without_a_vector_come_most_recently_used_fir
     # Indexed ("gift cards"), expired ("ship abroad") and globex's entry are left out.
     assert rows["input_text"].to_list() == ["opening hours", "reset my password"]
     assert missing == 2
-    # Each row carries the scope its requests search and the partition that wrote it.
-    assert rows["semantic_scope"].to_list() == [
+    # Each row gets the scope its requests search, and carries the partition that wrote it.
+    scoped = with_scopes(rows, EMBEDDER, [None, None])
+    assert scoped["semantic_scope"].to_list() == [
         semantic_scope(identities[1], EMBEDDER),
         semantic_scope(identities[0], EMBEDDER),
     ]
