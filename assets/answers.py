@@ -15,8 +15,9 @@ from storage.eviction import enforce_capacity
 from storage.exact_store import open_store, replace_partition, sweep_expired
 from storage.lookalikes import fold_lookalike_misses
 from storage.pair_scores import forget_unused
-from storage.vector_backfill import forget_exact_only_without_entry
-from storage.write_back import commit_entries, keys_without_live_entry, new_entries
+from storage.semantic_coverage import SEMANTIC_OFF
+from storage.vector_backfill import forget_exact_only_without_entry, record_exact_only
+from storage.write_back import commit_entries, keys_without_live_entry, new_entries, new_exact_only_entries
 from storage.wrong_answers import blocked_within, reports_against
 
 
@@ -105,6 +106,9 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
         )
         entries = new_entries(con, partition, now, ttl)
         written = commit_entries(con, entries, partition)
+        exact_only = new_exact_only_entries(con, partition, SEMANTIC_OFF)
+        for (embedding_model,), group in exact_only.group_by(["embedding_model"], maintain_order=True):
+            record_exact_only(con, group, embedding_model, now)
         evicted: list[bytes] = []
         for (tenant, namespace), scope in limits.items():
             evicted += enforce_capacity(

@@ -26,7 +26,13 @@ from storage.keys import text_hash
 from storage.semantic_coverage import semantic_decisions
 from storage.semantic_index import SemanticIndex
 from storage.semantic_lookup import lookup_semantic
-from storage.vector_backfill import entries_missing_vectors, record_exact_only, with_scopes
+from storage.vector_backfill import (
+    entries_missing_vectors,
+    record_exact_only,
+    record_scope_kinds,
+    scopes_to_reindex,
+    with_scopes,
+)
 
 
 @dg.asset(deps=["model_requests"], kinds={"duckdb", "polars"}, **PARTITION_FLOW)
@@ -213,9 +219,11 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
 
 
 _KEYED_REUSE_QUERY = """
-SELECT DISTINCT embedding_model, tenant, namespace, coalesce(semantic_verify, false) AS verify
+SELECT embedding_model, tenant, namespace,
+       any_value(coalesce(semantic_verify, false)) AS verify,
+       bool_or(semantic_language IS NOT NULL) AS language_in_scope
 FROM model_requests WHERE partition = ? AND semantic_enabled
-ORDER BY ALL
+GROUP BY ALL ORDER BY ALL
 """
 
 
@@ -225,21 +233,35 @@ def _index_entries_without_vectors(
     """Index the stored entries of the partition's namespaces that reuse semantically but
     have no vector under their embedding model (storage/vector_backfill.py), under the
     settings the partition was keyed with: written while reuse was off, or under another
-    embedding model, they would otherwise serve exact hits only."""
-    counts = {"vectors_backfilled": 0, "entries_kept_exact_only": 0, "entries_awaiting_vectors": 0}
+    embedding model, they would otherwise serve exact hits only. A namespace whose scopes
+    took or dropped the text's language since its vectors were stored is indexed afresh."""
+    counts = {
+        "vectors_backfilled": 0,
+        "entries_kept_exact_only": 0,
+        "entries_awaiting_vectors": 0,
+        "namespaces_reindexed": 0,
+    }
     keyed = con.sql(_KEYED_REUSE_QUERY, params=[partition]).fetchall()
-    scopes_by_model: dict[str, list[tuple[str, str, bool]]] = {}
-    for embedding_model, tenant, namespace, verify in keyed:
-        scopes_by_model.setdefault(embedding_model, []).append((tenant, namespace, verify))
+    indexes = {model: infercache.semantic_index(model) for model in dict.fromkeys(row[0] for row in keyed)}
+    kinds = [(model, tenant, namespace, scoped) for model, tenant, namespace, _, scoped in keyed]
+    for model, tenant, namespace in scopes_to_reindex(con, kinds):
+        indexes[model].delete_namespace(tenant, namespace)
+        counts["namespaces_reindexed"] += 1
+    record_scope_kinds(con, kinds, now)
     settings = infercache.settings()
-    for embedding_model, scopes in scopes_by_model.items():
-        index = infercache.semantic_index(embedding_model)
+    for embedding_model, index in indexes.items():
+        rows = [row for row in keyed if row[0] == embedding_model]
         missing, awaiting = entries_missing_vectors(
-            con, scopes, index.keys(), embedding_model, now, infercache.vector_backfill_limit
+            con,
+            [(tenant, namespace, verify) for _, tenant, namespace, verify, _ in rows],
+            index.keys(),
+            embedding_model,
+            now,
+            infercache.vector_backfill_limit,
+            before_partition=partition,
         )
-        if not missing.height:
-            continue
-        added, exact_only = _embed_and_index(infercache, index, embedding_model, missing, settings)
+        scoped = {(tenant, namespace): language for _, tenant, namespace, _, language in rows}
+        added, exact_only = _embed_and_index(infercache, index, embedding_model, missing, scoped, settings)
         kept = record_exact_only(con, exact_only, embedding_model, now)
         counts["vectors_backfilled"] += added
         counts["entries_kept_exact_only"] += kept
@@ -252,19 +274,25 @@ def _embed_and_index(
     index: SemanticIndex,
     embedding_model: str,
     missing: pl.DataFrame,
+    language_in_scope: dict[tuple[str, str], bool],
     settings: Settings,
 ) -> tuple[int, pl.DataFrame]:
     """Index the entries whose text the keyed settings let reuse semantically (through the
-    embedding cache); the others, with the reason, as the pipeline states it, are returned."""
-    namespaces = [
-        dataclasses.replace(
-            namespace := settings.namespace(name, tenant),
-            semantic=dataclasses.replace(
-                namespace.semantic, enabled=True, verify=verify, embedding_model=embedding_model
-            ),
+    embedding cache), each under the scope its requests search; the others, with the
+    reason, as the pipeline states it, are returned."""
+    if not missing.height:
+        return 0, missing.with_columns(reason=pl.lit(None, dtype=pl.String))
+    namespaces = []
+    for tenant, name, verify in missing.select("tenant", "namespace", "verify").iter_rows():
+        namespace = settings.namespace(name, tenant)
+        keyed = dataclasses.replace(
+            namespace.semantic,
+            enabled=True,
+            verify=verify,
+            embedding_model=embedding_model,
+            cross_language=not language_in_scope[(tenant, name)],
         )
-        for tenant, name, verify in missing.select("tenant", "namespace", "verify").iter_rows()
-    ]
+        namespaces.append(dataclasses.replace(namespace, semantic=keyed))
     reasons, languages = semantic_decisions(missing["input_text"].to_list(), namespaces, settings)
     missing = with_scopes(missing, embedding_model, languages).with_columns(
         reason=pl.Series(reasons, dtype=pl.String)

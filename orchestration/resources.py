@@ -41,10 +41,11 @@ class InferCacheResource(dg.ConfigurableResource):
     # (a text served from the cache yesterday comes again today) is not read again
     # (storage/pair_scores.py). Off: every look-up reads every pair.
     keep_pair_scores: bool = True
-    # Write-back indexes stored entries that have no vector yet (written while semantic reuse
-    # was off, or under another embedding model), most recently used first: at most this
-    # many per embedding model a run, so turning reuse on over a large namespace spreads
-    # its embedding over several runs (about 300 texts/s on 2 CPU cores with MiniLM).
+    # semantic_lookups first indexes stored entries that have no vector yet (written while
+    # semantic reuse was off, or under another embedding model), most recently used first:
+    # at most this many per embedding model a run, so turning reuse on over a large
+    # namespace spreads its embedding over several runs (about 300 texts/s on 2 CPU cores
+    # with MiniLM).
     vector_backfill_limit: int = 50_000
 
     @property

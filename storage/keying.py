@@ -63,6 +63,7 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
                 "semantic_verify": namespace.semantic.verify,
                 "semantic_verify_threshold": namespace.semantic.verify_threshold,
                 "semantic_skip_reason": skip_reason,
+                "semantic_language": language,
             }
         )
     schema = {
@@ -77,6 +78,7 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
         "semantic_verify": pl.Boolean,
         "semantic_verify_threshold": pl.Float64,
         "semantic_skip_reason": pl.String,
+        "semantic_language": pl.String,
     }
     return pl.DataFrame(rows, schema=schema, orient="row")
 

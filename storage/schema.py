@@ -48,7 +48,8 @@ TABLES: dict[str, str] = {
         semantic_threshold DOUBLE NOT NULL,
         semantic_verify BOOLEAN,
         semantic_verify_threshold DOUBLE,
-        semantic_skip_reason VARCHAR
+        semantic_skip_reason VARCHAR,
+        semantic_language VARCHAR
     """,
     "quarantine": """
         partition VARCHAR NOT NULL,
@@ -119,6 +120,16 @@ TABLES: dict[str, str] = {
         score FLOAT NOT NULL,
         scored_at TIMESTAMP NOT NULL,
         used_at TIMESTAMP NOT NULL
+    """,
+    # Whether each tenant namespace's vectors in an embedding model's index were scoped with
+    # the text's language (storage/vector_backfill.py): when that changes, they are indexed
+    # again under the new scopes.
+    "semantic_scope_kinds": """
+        tenant VARCHAR NOT NULL,
+        namespace VARCHAR NOT NULL,
+        embedding_model VARCHAR NOT NULL,
+        language_in_scope BOOLEAN NOT NULL,
+        recorded_at TIMESTAMP NOT NULL
     """,
     # Live entries left without a vector in an embedding model's index because their text
     # is not for it (storage/vector_backfill.py), under the verification setting that decided.

@@ -32,7 +32,7 @@ def semantic_decisions(
 ) -> tuple[list[str | None], list[str | None]]:
     """For each text under its namespace: why semantic reuse is off for it (None: it is on),
     and the language its semantic scope holds (None: the scope holds none, see
-    reachable_languages), from one reading of the texts."""
+    language_scoped), from one reading of the texts."""
     # Languages only where semantic reuse could apply (the detector costs ~7 s to load).
     detected = detect_languages(
         [text if ns.semantic.enabled else "" for text, ns in zip(texts, namespaces, strict=True)]
@@ -58,13 +58,13 @@ def reachable_languages(namespace: NamespaceSettings, settings: Settings) -> tup
 
 
 def language_scoped(namespace: NamespaceSettings, settings: Settings) -> bool:
-    """Whether each text's language is part of the namespace's semantic scope: where text
-    of several languages can reach the semantic path and the namespace has not chosen to
-    reuse answers across languages (semantic.cross_language)."""
+    """Whether each text's language is part of the namespace's semantic scope: where its
+    embedding model reads several languages and the namespace has not chosen to reuse
+    answers across languages (semantic.cross_language). Verification does not enter: the
+    scope stays the same when it is turned on or off, so stored vectors stay found."""
     semantic = namespace.semantic
-    return (
-        semantic.enabled and not semantic.cross_language and len(reachable_languages(namespace, settings)) > 1
-    )
+    languages = settings.embedding_model(semantic.embedding_model).languages
+    return semantic.enabled and not semantic.cross_language and len(languages) > 1
 
 
 def cross_language_reuse(namespace: NamespaceSettings, settings: Settings) -> str | None:

@@ -30,6 +30,7 @@ FROM cache_entries e
 JOIN backfill_scopes w USING (tenant, namespace)
 ANTI JOIN backfill_indexed_keys i USING (key)
 WHERE e.expires_at > $now
+  AND (e.source_partition IS NULL OR $before_partition IS NULL OR e.source_partition < $before_partition)
   AND NOT EXISTS (
       SELECT 1 FROM exact_only_entries x
       WHERE x.key = e.key AND x.embedding_model = $embedding_model AND x.verify = w.verify
@@ -65,11 +66,12 @@ def entries_missing_vectors(
     embedding_model: str,
     now: datetime,
     limit: int,
+    before_partition: str | None = None,
 ) -> tuple[pl.DataFrame, int]:
     """Up to `limit` live entries of the (tenant, namespace, verify) scopes with no key in
     `indexed_keys` (the model's index) and not recorded exact-only under these settings,
-    each with the semantic scope its requests search; and how many such entries there are
-    in all (the rest wait for a later run)."""
+    of those `before_partition` sees (written before it, or warmed); and how many such
+    entries there are in all (the rest wait for a later run)."""
     if not scopes:
         return pl.DataFrame(schema=_ROW_SCHEMA), 0
     wanted = pl.DataFrame(
@@ -78,7 +80,7 @@ def entries_missing_vectors(
     con.register("backfill_scopes", wanted.to_arrow())
     con.register("backfill_indexed_keys", indexed_keys.select(["key"]))
     try:
-        params = {"now": now, "embedding_model": embedding_model}
+        params = {"now": now, "embedding_model": embedding_model, "before_partition": before_partition}
         rows = con.sql(_MISSING_QUERY, params={**params, "limit": max(limit, 0)}).pl()
         # Counted apart only when the limit may have cut the list short.
         missing = rows.height
@@ -141,3 +143,67 @@ def forget_exact_only_without_entry(con: duckdb.DuckDBPyConnection, now: datetim
         [now],
     ).fetchall()
     return len(rows)
+
+
+def scopes_to_reindex(
+    con: duckdb.DuckDBPyConnection, keyed: list[tuple[str, str, str, bool]]
+) -> list[tuple[str, str, str]]:
+    """Of the (embedding model, tenant, namespace, language in scope) a partition was keyed
+    with, those whose stored vectors were scoped the other way (a namespace that turned
+    semantic.cross_language on or off, or vectors stored before the language entered the
+    scope, which recorded nothing and were scoped without it): their vectors are never
+    found again and must be indexed afresh, then the new way recorded (record_scope_kinds)."""
+    if not keyed:
+        return []
+    con.register("keyed_scope_kinds", _scope_kinds(keyed).to_arrow())
+    try:
+        changed = con.execute(
+            """
+            SELECT k.embedding_model, k.tenant, k.namespace
+            FROM keyed_scope_kinds k
+            LEFT JOIN semantic_scope_kinds r USING (embedding_model, tenant, namespace)
+            WHERE k.language_in_scope <> coalesce(r.language_in_scope, false)
+            ORDER BY ALL
+            """
+        ).fetchall()
+    finally:
+        con.unregister("keyed_scope_kinds")
+    return [tuple(row) for row in changed]
+
+
+def record_scope_kinds(
+    con: duckdb.DuckDBPyConnection, keyed: list[tuple[str, str, str, bool]], now: datetime
+) -> None:
+    """Record how each (embedding model, tenant, namespace)'s vectors are scoped now; after
+    their re-indexing, so that a step stopped in between indexes them again next time."""
+    if not keyed:
+        return
+    con.register("keyed_scope_kinds", _scope_kinds(keyed).to_arrow())
+    try:
+        con.execute(
+            """
+            DELETE FROM semantic_scope_kinds r USING keyed_scope_kinds k
+            WHERE r.embedding_model = k.embedding_model AND r.tenant = k.tenant
+              AND r.namespace = k.namespace
+            """
+        )
+        con.execute(
+            """
+            INSERT INTO semantic_scope_kinds BY NAME
+            SELECT tenant, namespace, embedding_model, language_in_scope, ? AS recorded_at
+            FROM keyed_scope_kinds
+            """,
+            [now],
+        )
+    finally:
+        con.unregister("keyed_scope_kinds")
+
+
+def _scope_kinds(keyed: list[tuple[str, str, str, bool]]) -> pl.DataFrame:
+    schema = {
+        "embedding_model": pl.String,
+        "tenant": pl.String,
+        "namespace": pl.String,
+        "language_in_scope": pl.Boolean,
+    }
+    return pl.DataFrame(keyed, schema=schema, orient="row")

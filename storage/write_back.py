@@ -25,6 +25,24 @@ ORDER BY k.request_id
 """
 
 
+_NEW_EXACT_ONLY_QUERY = """
+SELECT DISTINCT k.key, k.embedding_model, coalesce(k.semantic_verify, false) AS verify,
+       k.semantic_skip_reason AS reason
+FROM inference_outputs i JOIN model_requests k USING (partition, request_id)
+WHERE i.partition = ? AND i.path = 'model' AND NOT k.semantic_enabled AND k.semantic_skip_reason <> ?
+ORDER BY k.key
+"""
+
+
+def new_exact_only_entries(con: duckdb.DuckDBPyConnection, partition: str, semantic_off: str) -> pl.DataFrame:
+    """The partition's new entries whose text its namespace's embedding model (or verifier)
+    cannot read, with the keyed reason (key, embedding_model, verify, reason): recorded as
+    exact-only at once, so the next look-up's backfill does not read them again. Entries of
+    namespaces with semantic reuse off (`semantic_off`, the keyed reason) are not: turning it
+    on must index them."""
+    return con.sql(_NEW_EXACT_ONLY_QUERY, params=[partition, semantic_off]).pl()
+
+
 def new_entries(
     con: duckdb.DuckDBPyConnection,
     partition: str,

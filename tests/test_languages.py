@@ -246,9 +246,12 @@ def test_a_namespace_that_chooses_to_reuse_across_languages_is_told_so(settings)
     # The default: the language is part of the scope.
     kept_apart = with_semantic(embedding_model="multilingual-e5-small", verify=False)
     assert cross_language_reuse(kept_apart, settings) is None and language_scoped(kept_apart, settings)
-    # Verified: only English reaches the semantic path (the verifier reads English only).
+    # Verified: only English reaches the semantic path (the verifier reads English only), and
+    # the scope keeps the language whether or not it verifies, so that turning verification
+    # on or off leaves stored vectors where its requests search.
     verified = with_semantic(embedding_model="multilingual-e5-small", verify=True, cross_language=True)
-    assert cross_language_reuse(verified, settings) is None and not language_scoped(verified, settings)
+    assert cross_language_reuse(verified, settings) is None
+    assert language_scoped(with_semantic(embedding_model="multilingual-e5-small", verify=True), settings)
     minilm = with_semantic(verify=False, cross_language=True)  # MiniLM reads English only
     assert cross_language_reuse(minilm, settings) is None and not language_scoped(minilm, settings)
     off = with_semantic(

@@ -454,6 +454,12 @@ def test_turning_semantic_reuse_on_indexes_the_entries_written_while_it_was_off(
     write_namespace_override(
         tmp_path, "demo-faq-answers", {"semantic": {"enabled": True, "verify_threshold": 0.7}}
     )
+    # With no room to index any, the look-up still counts what waits, and misses.
+    unindexed = _materialize(
+        InferCacheResource(home=str(tmp_path), vector_backfill_limit=0), DAY2, dg.DagsterInstance.ephemeral()
+    )
+    assert _metadata(unindexed, "semantic_lookups")["entries_awaiting_vectors"] == 3
+    assert _report(unindexed)["semantic_hits"] == 0
     second = _materialize(resource, DAY2, dg.DagsterInstance.ephemeral())
     lookups = _metadata(second, "semantic_lookups")
     assert (lookups["vectors_backfilled"], lookups["entries_kept_exact_only"]) == (2, 1)
@@ -516,3 +522,36 @@ def test_a_multilingual_namespace_answers_each_language_from_its_own(tmp_path):
         ("d2-1", "semantic", "How do I reset my password?"),
         ("d2-2", "semantic", "Comment réinitialiser mon mot de passe ?"),
     ]
+
+
+def test_a_text_the_model_cannot_read_is_recorded_exact_only_when_written(tmp_path):
+    """Keying already said why a Chinese request gets exact matching only under MiniLM:
+    write-back records its entry so, and the next look-up does not read it again."""
+    _land(tmp_path, DAY1, [_faq("d1-1", "我怎么重置我的密码？"), _faq("d1-2", "How do I reset my password?")])
+    _land(tmp_path, DAY2, [_faq("d2-1", "What are your opening hours?")])
+    resource = InferCacheResource(home=str(tmp_path))
+    _materialize(resource, DAY1, dg.DagsterInstance.ephemeral())
+    marked = _query(tmp_path, "SELECT embedding_model, verify, reason FROM exact_only_entries")
+    assert marked.rows() == [
+        ("all-MiniLM-L6-v2", True, "text in Cjk script; all-MiniLM-L6-v2 covers en: exact matching only")
+    ]
+    lookups = _metadata(_materialize(resource, DAY2, dg.DagsterInstance.ephemeral()), "semantic_lookups")
+    assert (lookups["vectors_backfilled"], lookups["entries_kept_exact_only"]) == (0, 0)
+
+
+def test_a_multilingual_namespace_keeps_its_answers_found_across_settings_changes(tmp_path):
+    """Turning verification on leaves the scopes as they were; turning cross-language reuse
+    on changes them all, and the namespace is indexed afresh under the new ones."""
+    from storage.config import write_namespace_override
+
+    semantic = {"embedding_model": "multilingual-e5-small", "verify": False, "threshold": 0.85}
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": semantic})
+    _land(tmp_path, DAY1, [_faq("d1-1", "How do I reset my password?")])
+    _land(tmp_path, DAY2, [_faq("d2-1", "How can I reset my password?")])
+    resource = InferCacheResource(home=str(tmp_path))
+    _materialize(resource, DAY1, dg.DagsterInstance.ephemeral())
+    for changed, reindexed in (({"verify": True, "verify_threshold": 0.7}, 0), ({"cross_language": True}, 1)):
+        write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": changed})
+        result = _materialize(resource, DAY2, dg.DagsterInstance.ephemeral())
+        assert _report(result)["semantic_hits"] == 1, changed
+        assert _metadata(result, "semantic_lookups")["namespaces_reindexed"] == reindexed

@@ -11,6 +11,8 @@ from storage.vector_backfill import (
     entries_missing_vectors,
     forget_exact_only_without_entry,
     record_exact_only,
+    record_scope_kinds,
+    scopes_to_reindex,
     with_scopes,
 )
 from tests.helpers import EMBEDDER, entry_rows, identity
@@ -85,3 +87,33 @@ def test_an_entry_recorded_exact_only_is_left_out_under_the_same_settings_only(t
     assert "opening hours" not in verified["input_text"].to_list()
     assert "opening hours" in unverified["input_text"].to_list()  # verification decided it
     assert "opening hours" in other_model["input_text"].to_list()
+
+
+def test_a_partition_backfills_only_the_entries_it_sees(tmp_path, now):
+    """Entries written by a later partition (run out of order) are not its to index: its
+    look-ups would not see them, and they would take the places of those they would."""
+    with open_store(tmp_path / "cache.duckdb") as con:
+        _store(con, now)  # acme's entries were written by 2026-01-01
+        before, _ = entries_missing_vectors(
+            con, [("acme", "faq", True)], _keys(), EMBEDDER, now, limit=10, before_partition="2026-01-01"
+        )
+        after, missing = entries_missing_vectors(
+            con, [("acme", "faq", True)], _keys(), EMBEDDER, now, limit=10, before_partition="2026-01-02"
+        )
+    assert before.height == 0
+    assert after.height == missing == 3
+
+
+def test_a_namespace_whose_scopes_took_or_dropped_the_language_is_named_once(tmp_path, now):
+    """Nothing recorded reads as scopes without the language (as vectors were stored before
+    it could enter them); once recorded, the same way is not named again."""
+    keyed = [("e5", "acme", "apart", True), ("e5", "acme", "across", False), ("minilm", "acme", "faq", False)]
+    with open_store(tmp_path / "cache.duckdb") as con:
+        assert scopes_to_reindex(con, keyed) == [("e5", "acme", "apart")]
+        assert scopes_to_reindex(con, keyed) == [("e5", "acme", "apart")]  # not recorded yet
+        record_scope_kinds(con, keyed, now)
+        assert scopes_to_reindex(con, keyed) == []
+        turned = [("e5", "acme", "apart", False), ("e5", "acme", "across", True)]
+        assert scopes_to_reindex(con, turned) == [("e5", "acme", "across"), ("e5", "acme", "apart")]
+        record_scope_kinds(con, turned, now)
+        assert con.execute("SELECT count(*) FROM semantic_scope_kinds").fetchall() == [(3,)]
