@@ -15,7 +15,7 @@ from storage.keys import (
     canonical_request,
     semantic_scope,
 )
-from storage.semantic_coverage import SEMANTIC_OFF, semantic_decisions
+from storage.semantic_coverage import SEMANTIC_OFF, language_scoped, semantic_decisions
 
 
 def effective_params(params: dict, backend: str, labels: tuple[str, ...]) -> dict:
@@ -88,7 +88,8 @@ SELECT tenant, namespace,
        bool_and(coalesce(semantic_skip_reason, '') = ?) AS switched_off,
        any_value(semantic_threshold) AS threshold, any_value(semantic_verify) AS verify,
        any_value(semantic_verify_threshold) AS verify_threshold,
-       any_value(embedding_model) AS embedding_model
+       any_value(embedding_model) AS embedding_model,
+       bool_or(semantic_language IS NOT NULL) FILTER (semantic_enabled) AS language_in_scope
 FROM model_requests WHERE partition = ?
 GROUP BY tenant, namespace ORDER BY tenant, namespace
 """
@@ -98,11 +99,13 @@ def settings_changed_since_keying(
     con: duckdb.DuckDBPyConnection, partition: str, settings: Settings
 ) -> list[str]:
     """Each tenant's namespace whose semantic settings differ from those its requests were
-    keyed under, with what changed. A re-run from the semantic look-up on (a recompute after
-    a report) keeps the keyed ones; only re-keying the partition applies the new ones."""
+    keyed under, with what changed (the language in the scope too, semantic.cross_language,
+    where both look up semantically). A re-run from the semantic look-up on (a recompute
+    after a report) keeps the keyed ones; only re-keying the partition applies the new ones."""
     changed = []
     for row in con.sql(_KEYED_SETTINGS_QUERY, params=[SEMANTIC_OFF, partition]).pl().iter_rows(named=True):
-        semantic = settings.namespace(row["namespace"], row["tenant"]).semantic
+        namespace = settings.namespace(row["namespace"], row["tenant"])
+        semantic = namespace.semantic
         keyed = {
             "enabled": not row["switched_off"],
             "threshold": row["threshold"],
@@ -111,6 +114,10 @@ def settings_changed_since_keying(
             "embedding_model": row["embedding_model"],
         }
         now = {name: getattr(semantic, name) for name in keyed}
+        # Known only where some request was looked up semantically (its scope says it).
+        if row["language_in_scope"] is not None and semantic.enabled:
+            keyed["language_in_scope"] = row["language_in_scope"]
+            now["language_in_scope"] = language_scoped(namespace, settings)
         differences = [f"{name} {keyed[name]} -> {now[name]}" for name in keyed if keyed[name] != now[name]]
         if differences:
             changed.append(

@@ -3,6 +3,7 @@
 import dataclasses
 import json
 
+import polars as pl
 import pytest
 
 from storage.config import ConfigError
@@ -411,3 +412,33 @@ def test_calibrating_on_pairs_never_serves_a_pair_of_two_languages_kept_apart(tm
         (plain,) = [p for p in points if p.threshold == 0.86 and p.verify_threshold is None]
         served[cross_language] = (plain.served, plain.right)
     assert served == {True: (2, 1), False: (1, 1)}
+
+
+def test_a_re_run_from_the_look_up_names_a_language_that_left_the_scope_since_keying(tmp_path):
+    from storage.config import load_settings, write_namespace_override
+    from storage.exact_store import open_store, replace_partition
+    from storage.keying import settings_changed_since_keying
+
+    semantic = {"embedding_model": "multilingual-e5-small", "verify": False}
+    write_namespace_override(tmp_path, "faq", {"semantic": semantic})
+    folder = tmp_path / "day"
+    folder.mkdir()
+    row = {
+        "request_id": "r",
+        "tenant": "acme",
+        "namespace": "faq",
+        "model": "tiny-llm",
+        "input": "Hello there",
+    }
+    (folder / "r.jsonl").write_text(json.dumps(row) + "\n")
+    settings = load_settings(home=tmp_path)
+    keyed = key_requests(read_landing(folder, settings).accepted, settings)
+    assert keyed["semantic_language"].to_list() == ["en"]
+    with open_store(tmp_path / "cache.duckdb") as con:
+        replace_partition(
+            con, "model_requests", "2026-01-01", keyed.with_columns(partition=pl.lit("2026-01-01"))
+        )
+        assert settings_changed_since_keying(con, "2026-01-01", settings) == []
+        write_namespace_override(tmp_path, "faq", {"semantic": {"cross_language": True}})
+        (changed,) = settings_changed_since_keying(con, "2026-01-01", load_settings(home=tmp_path))
+    assert "language_in_scope True -> False" in changed
