@@ -15,7 +15,7 @@ from storage.eviction import enforce_capacity
 from storage.exact_store import open_store, replace_partition, sweep_expired
 from storage.lookalikes import fold_lookalike_misses
 from storage.pair_scores import forget_unused
-from storage.semantic_coverage import SEMANTIC_OFF
+from storage.semantic_coverage import SEMANTIC_OFF, as_keyed, coverage_signature
 from storage.vector_backfill import forget_exact_only_without_entry, record_exact_only
 from storage.write_back import commit_entries, keys_without_live_entry, new_entries, new_exact_only_entries
 from storage.wrong_answers import blocked_within, reports_against
@@ -108,7 +108,16 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
         written = commit_entries(con, entries, partition)
         exact_only = new_exact_only_entries(con, partition, SEMANTIC_OFF)
         for (embedding_model,), group in exact_only.group_by(["embedding_model"], maintain_order=True):
-            record_exact_only(con, group, embedding_model, now)
+            decided_under = [
+                coverage_signature(as_keyed(limits[(tenant, namespace)], embedding_model, verify), settings)
+                for tenant, namespace, verify in group.select("tenant", "namespace", "verify").iter_rows()
+            ]
+            record_exact_only(
+                con,
+                group.with_columns(decided_under=pl.Series(decided_under, dtype=pl.String)),
+                embedding_model,
+                now,
+            )
         evicted: list[bytes] = []
         for (tenant, namespace), scope in limits.items():
             evicted += enforce_capacity(

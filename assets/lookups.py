@@ -1,6 +1,5 @@
 """A partition's look-ups: exact (one join), embeddings of the misses, semantic search."""
 
-import dataclasses
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -9,6 +8,8 @@ import dagster as dg
 import duckdb
 import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from assets.partitions import PARTITION_FLOW
 from inference.pair_verifier import verifier_counts
@@ -23,14 +24,13 @@ from storage.exact_store import (
 )
 from storage.keying import settings_changed_since_keying
 from storage.keys import text_hash
-from storage.semantic_coverage import semantic_decisions
+from storage.semantic_coverage import as_keyed, coverage_signature, semantic_decisions
 from storage.semantic_index import SemanticIndex
 from storage.semantic_lookup import lookup_semantic
 from storage.vector_backfill import (
     entries_missing_vectors,
+    keys_scoped_otherwise,
     record_exact_only,
-    record_scope_kinds,
-    scopes_to_reindex,
     with_scopes,
 )
 
@@ -231,39 +231,62 @@ def _index_entries_without_vectors(
     infercache: InferCacheResource, con: duckdb.DuckDBPyConnection, partition: str, now: datetime
 ) -> dict:
     """Index the stored entries of the partition's namespaces that reuse semantically but
-    have no vector under their embedding model (storage/vector_backfill.py), under the
-    settings the partition was keyed with: written while reuse was off, or under another
-    embedding model, they would otherwise serve exact hits only. A namespace whose scopes
-    took or dropped the text's language since its vectors were stored is indexed afresh."""
+    have no vector their requests can find (storage/vector_backfill.py), under the settings
+    the partition was keyed with: written while reuse was off, or under another embedding
+    model, they would otherwise serve exact hits only; and, on a multilingual model, stored
+    with or without the text's language in the scope where the namespace now keeps it the
+    other way, they would never be found."""
     counts = {
         "vectors_backfilled": 0,
+        "vectors_rescoped": 0,
         "entries_kept_exact_only": 0,
         "entries_awaiting_vectors": 0,
-        "namespaces_reindexed": 0,
     }
     keyed = con.sql(_KEYED_REUSE_QUERY, params=[partition]).fetchall()
-    indexes = {model: infercache.semantic_index(model) for model in dict.fromkeys(row[0] for row in keyed)}
-    kinds = [(model, tenant, namespace, scoped) for model, tenant, namespace, _, scoped in keyed]
-    for model, tenant, namespace in scopes_to_reindex(con, kinds):
-        indexes[model].delete_namespace(tenant, namespace)
-        counts["namespaces_reindexed"] += 1
-    record_scope_kinds(con, kinds, now)
     settings = infercache.settings()
-    for embedding_model, index in indexes.items():
+    for embedding_model in dict.fromkeys(row[0] for row in keyed):
         rows = [row for row in keyed if row[0] == embedding_model]
+        scoped = {(tenant, namespace): language for _, tenant, namespace, _, language in rows}
+        index = infercache.semantic_index(embedding_model)
+        # Only a model of several languages can have stored a vector under the other kind of scope.
+        multilingual = len(settings.embedding_model(embedding_model).languages) > 1
+        indexed = index.keys(with_scopes=multilingual)
+        rescope = (
+            keys_scoped_otherwise(con, indexed, embedding_model, scoped, partition) if multilingual else []
+        )
+        if rescope:
+            indexed = indexed.filter(
+                pc.invert(pc.is_in(indexed["key"], value_set=pa.array(rescope, pa.binary())))
+            )
+        coverage = [
+            (
+                tenant,
+                name,
+                verify,
+                coverage_signature(
+                    as_keyed(settings.namespace(name, tenant), embedding_model, verify), settings
+                ),
+            )
+            for _, tenant, name, verify, _ in rows
+        ]
         missing, awaiting = entries_missing_vectors(
             con,
-            [(tenant, namespace, verify) for _, tenant, namespace, verify, _ in rows],
-            index.keys(),
+            coverage,
+            indexed.select(["key"]),
             embedding_model,
             now,
             infercache.vector_backfill_limit,
             before_partition=partition,
         )
-        scoped = {(tenant, namespace): language for _, tenant, namespace, _, language in rows}
+        # A key indexed again replaces its vector (SemanticIndex.add_stored).
         added, exact_only = _embed_and_index(infercache, index, embedding_model, missing, scoped, settings)
         kept = record_exact_only(con, exact_only, embedding_model, now)
+        # A vector under the other kind of scope whose text now gets exact matching only.
+        unreadable = set(exact_only["key"].to_list())
+        index.delete_keys([key for key in rescope if key in unreadable])
+        rescoped = len(set(rescope) & (set(missing["key"].to_list()) - unreadable))
         counts["vectors_backfilled"] += added
+        counts["vectors_rescoped"] += rescoped
         counts["entries_kept_exact_only"] += kept
         counts["entries_awaiting_vectors"] += awaiting - added - kept
     return counts
@@ -282,17 +305,10 @@ def _embed_and_index(
     reason, as the pipeline states it, are returned."""
     if not missing.height:
         return 0, missing.with_columns(reason=pl.lit(None, dtype=pl.String))
-    namespaces = []
-    for tenant, name, verify in missing.select("tenant", "namespace", "verify").iter_rows():
-        namespace = settings.namespace(name, tenant)
-        keyed = dataclasses.replace(
-            namespace.semantic,
-            enabled=True,
-            verify=verify,
-            embedding_model=embedding_model,
-            cross_language=not language_in_scope[(tenant, name)],
-        )
-        namespaces.append(dataclasses.replace(namespace, semantic=keyed))
+    namespaces = [
+        as_keyed(settings.namespace(name, tenant), embedding_model, verify, language_in_scope[(tenant, name)])
+        for tenant, name, verify in missing.select("tenant", "namespace", "verify").iter_rows()
+    ]
     reasons, languages = semantic_decisions(missing["input_text"].to_list(), namespaces, settings)
     missing = with_scopes(missing, embedding_model, languages).with_columns(
         reason=pl.Series(reasons, dtype=pl.String)

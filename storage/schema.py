@@ -121,24 +121,16 @@ TABLES: dict[str, str] = {
         scored_at TIMESTAMP NOT NULL,
         used_at TIMESTAMP NOT NULL
     """,
-    # Whether each tenant namespace's vectors in an embedding model's index were scoped with
-    # the text's language (storage/vector_backfill.py): when that changes, they are indexed
-    # again under the new scopes.
-    "semantic_scope_kinds": """
-        tenant VARCHAR NOT NULL,
-        namespace VARCHAR NOT NULL,
-        embedding_model VARCHAR NOT NULL,
-        language_in_scope BOOLEAN NOT NULL,
-        recorded_at TIMESTAMP NOT NULL
-    """,
     # Live entries left without a vector in an embedding model's index because their text
-    # is not for it (storage/vector_backfill.py), under the verification setting that decided.
+    # is not for it (storage/vector_backfill.py), under what decided it
+    # (storage.semantic_coverage.coverage_signature).
     "exact_only_entries": """
         key BLOB NOT NULL,
         embedding_model VARCHAR NOT NULL,
         verify BOOLEAN NOT NULL,
         reason VARCHAR NOT NULL,
-        checked_at TIMESTAMP NOT NULL
+        checked_at TIMESTAMP NOT NULL,
+        decided_under VARCHAR
     """,
     # Answers a reviewer found wrong (storage/wrong_answers.py): neither side answers
     # requests like the other again.

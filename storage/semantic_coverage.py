@@ -18,6 +18,10 @@ from storage.keys import normalized_text
 from storage.languages import Detection, coverage_gap, detect_languages, scope_language
 
 SEMANTIC_OFF = "semantic reuse is off for this namespace"
+# Bump when the rule that decides exact matching only changes (scripts, the detector's
+# tiers, English words, lengths): entries recorded exact-only under an older rule
+# (storage/vector_backfill.py) are then read again.
+COVERAGE_RULE_VERSION = 1
 
 
 def semantic_skip_reasons(
@@ -44,6 +48,27 @@ def semantic_decisions(
         for text, namespace, language, reason in zip(texts, namespaces, detected, reasons, strict=True)
     ]
     return reasons, languages
+
+
+def coverage_signature(namespace: NamespaceSettings, settings: Settings) -> str:
+    """What decides which of a namespace's texts get exact matching only: the rule's version,
+    the embedding model with its declared languages, and the verifier's languages where it
+    verifies. A text recorded exact-only under another signature is decided again."""
+    semantic = namespace.semantic
+    model = settings.embedding_model(semantic.embedding_model)
+    verifier = ",".join(settings.verifier_languages) if semantic.verify else "off"
+    return f"rule {COVERAGE_RULE_VERSION}; {model.name}: {','.join(model.languages)}; verifier: {verifier}"
+
+
+def as_keyed(
+    namespace: NamespaceSettings, embedding_model: str, verify: bool, language_in_scope: bool | None = None
+) -> NamespaceSettings:
+    """The namespace with semantic reuse on as a partition was keyed with it (its embedding
+    model, verification and, where given, the language in its scope)."""
+    changes = {"enabled": True, "embedding_model": embedding_model, "verify": verify}
+    if language_in_scope is not None:
+        changes["cross_language"] = not language_in_scope
+    return dataclasses.replace(namespace, semantic=dataclasses.replace(namespace.semantic, **changes))
 
 
 def reachable_languages(namespace: NamespaceSettings, settings: Settings) -> tuple[str, ...]:

@@ -113,9 +113,12 @@ class SemanticIndex:
         self._maintain_indices()
         return rows.height
 
-    def keys(self) -> pa.Table:
-        """Every indexed key (one column, `key`): write-back compares them with the live entries."""
-        return self._table.search().select(["key"]).limit(None).to_arrow()
+    def keys(self, with_scopes: bool = False) -> pa.Table:
+        """Every indexed key (column `key`; with tenant, namespace and semantic_scope where
+        `with_scopes`): write-back compares them with the live entries, the backfill with
+        the scopes their requests search."""
+        columns = ["key", "tenant", "namespace", "semantic_scope"] if with_scopes else ["key"]
+        return self._table.search().select(columns).limit(None).to_arrow()
 
     def _maintain_indices(self) -> None:
         """Build indices once the table is large enough for them to pay, and refresh them

@@ -21,11 +21,12 @@ from datetime import datetime
 import duckdb
 import polars as pl
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from storage.keys import semantic_scope_of_stored
 
 _MISSING = """
-SELECT e.*, w.verify
+SELECT e.*, w.verify, w.decided_under
 FROM cache_entries e
 JOIN backfill_scopes w USING (tenant, namespace)
 ANTI JOIN backfill_indexed_keys i USING (key)
@@ -33,13 +34,14 @@ WHERE e.expires_at > $now
   AND (e.source_partition IS NULL OR $before_partition IS NULL OR e.source_partition < $before_partition)
   AND NOT EXISTS (
       SELECT 1 FROM exact_only_entries x
-      WHERE x.key = e.key AND x.embedding_model = $embedding_model AND x.verify = w.verify
+      WHERE x.key = e.key AND x.embedding_model = $embedding_model
+        AND x.decided_under = w.decided_under
   )
 """
 # Most recently hit or written first: the entries the next requests are likeliest to need.
 _MISSING_QUERY = f"""
 SELECT key, tenant, namespace, model, model_version, canonical_request, input_text,
-       source_partition, verify
+       source_partition, verify, decided_under
 FROM ({_MISSING})
 ORDER BY coalesce(last_hit_at, created_at) DESC, key
 LIMIT $limit
@@ -56,26 +58,35 @@ _ROW_SCHEMA = {
     "input_text": pl.String,
     "source_partition": pl.String,
     "verify": pl.Boolean,
+    "decided_under": pl.String,
 }
 
 
 def entries_missing_vectors(
     con: duckdb.DuckDBPyConnection,
-    scopes: list[tuple[str, str, bool]],
+    scopes: list[tuple[str, str, bool, str]],
     indexed_keys: pa.Table,
     embedding_model: str,
     now: datetime,
     limit: int,
     before_partition: str | None = None,
 ) -> tuple[pl.DataFrame, int]:
-    """Up to `limit` live entries of the (tenant, namespace, verify) scopes with no key in
-    `indexed_keys` (the model's index) and not recorded exact-only under these settings,
+    """Up to `limit` live entries of the (tenant, namespace, verify, decided_under) scopes
+    with no key in `indexed_keys` (the model's index) and not recorded exact-only under the
+    same coverage (storage.semantic_coverage.coverage_signature),
     of those `before_partition` sees (written before it, or warmed); and how many such
     entries there are in all (the rest wait for a later run)."""
     if not scopes:
         return pl.DataFrame(schema=_ROW_SCHEMA), 0
     wanted = pl.DataFrame(
-        scopes, schema={"tenant": pl.String, "namespace": pl.String, "verify": pl.Boolean}, orient="row"
+        scopes,
+        schema={
+            "tenant": pl.String,
+            "namespace": pl.String,
+            "verify": pl.Boolean,
+            "decided_under": pl.String,
+        },
+        orient="row",
     )
     con.register("backfill_scopes", wanted.to_arrow())
     con.register("backfill_indexed_keys", indexed_keys.select(["key"]))
@@ -106,27 +117,24 @@ def with_scopes(rows: pl.DataFrame, embedding_model: str, languages: list[str | 
 def record_exact_only(
     con: duckdb.DuckDBPyConnection, rows: pl.DataFrame, embedding_model: str, now: datetime
 ) -> int:
-    """Record entries (key, verify, reason) that stay exact-only under the embedding model,
-    so later runs do not read them again; returns how many were recorded."""
+    """Record entries (key, verify, decided_under, reason) that stay exact-only under the
+    embedding model, so later runs do not read them again; returns how many were recorded."""
     if not rows.height:
         return 0
-    marked = rows.select("key", "verify", "reason").with_columns(
-        embedding_model=pl.lit(embedding_model), checked_at=pl.lit(now)
+    marked = (
+        rows.select("key", "verify", "decided_under", "reason")
+        .unique("key")
+        .with_columns(embedding_model=pl.lit(embedding_model), checked_at=pl.lit(now))
     )
     con.register("exact_only_new", marked.to_arrow())
     try:
         con.execute(
             """
             DELETE FROM exact_only_entries x USING exact_only_new n
-            WHERE x.key = n.key AND x.embedding_model = n.embedding_model AND x.verify = n.verify
+            WHERE x.key = n.key AND x.embedding_model = n.embedding_model
             """
         )
-        con.execute(
-            """
-            INSERT INTO exact_only_entries (key, embedding_model, verify, reason, checked_at)
-            SELECT key, embedding_model, verify, reason, checked_at FROM exact_only_new
-            """
-        )
+        con.execute("INSERT INTO exact_only_entries BY NAME SELECT * FROM exact_only_new")
     finally:
         con.unregister("exact_only_new")
     return rows.height
@@ -145,65 +153,44 @@ def forget_exact_only_without_entry(con: duckdb.DuckDBPyConnection, now: datetim
     return len(rows)
 
 
-def scopes_to_reindex(
-    con: duckdb.DuckDBPyConnection, keyed: list[tuple[str, str, str, bool]]
-) -> list[tuple[str, str, str]]:
-    """Of the (embedding model, tenant, namespace, language in scope) a partition was keyed
-    with, those whose stored vectors were scoped the other way (a namespace that turned
-    semantic.cross_language on or off, or vectors stored before the language entered the
-    scope, which recorded nothing and were scoped without it): their vectors are never
-    found again and must be indexed afresh, then the new way recorded (record_scope_kinds)."""
-    if not keyed:
+def keys_scoped_otherwise(
+    con: duckdb.DuckDBPyConnection,
+    indexed: pa.Table,
+    embedding_model: str,
+    language_in_scope: dict[tuple[str, str], bool],
+    before_partition: str | None = None,
+) -> list[bytes]:
+    """Keys whose vector (`indexed`: key, tenant, namespace, semantic_scope) was stored with
+    the text's language in its scope where the (tenant, namespace) now keeps none, or the
+    other way round (semantic.cross_language turned on or off, vectors stored before the
+    language entered the scope, an older partition's write-back run again): their requests
+    search other scopes, so they are never found. Told apart without reading the texts again:
+    a vector stored without the language has the scope its canonical request gives without
+    one. Only entries `before_partition` sees; the backfill indexes them again."""
+    wanted = indexed.filter(
+        pc.is_in(
+            pc.binary_join_element_wise(indexed["tenant"], indexed["namespace"], "\x00"),
+            value_set=pa.array([f"{tenant}\x00{namespace}" for tenant, namespace in language_in_scope]),
+        )
+    )
+    if not wanted.num_rows:
         return []
-    con.register("keyed_scope_kinds", _scope_kinds(keyed).to_arrow())
+    con.register("scoped_vectors", wanted.select(["key", "semantic_scope"]))
     try:
-        changed = con.execute(
+        rows = con.execute(
             """
-            SELECT k.embedding_model, k.tenant, k.namespace
-            FROM keyed_scope_kinds k
-            LEFT JOIN semantic_scope_kinds r USING (embedding_model, tenant, namespace)
-            WHERE k.language_in_scope <> coalesce(r.language_in_scope, false)
-            ORDER BY ALL
-            """
+            SELECT v.key, v.semantic_scope, e.canonical_request, e.tenant, e.namespace
+            FROM scoped_vectors v JOIN cache_entries e USING (key)
+            WHERE e.source_partition IS NULL OR $before_partition IS NULL
+               OR e.source_partition < $before_partition
+            """,
+            {"before_partition": before_partition},
         ).fetchall()
     finally:
-        con.unregister("keyed_scope_kinds")
-    return [tuple(row) for row in changed]
-
-
-def record_scope_kinds(
-    con: duckdb.DuckDBPyConnection, keyed: list[tuple[str, str, str, bool]], now: datetime
-) -> None:
-    """Record how each (embedding model, tenant, namespace)'s vectors are scoped now; after
-    their re-indexing, so that a step stopped in between indexes them again next time."""
-    if not keyed:
-        return
-    con.register("keyed_scope_kinds", _scope_kinds(keyed).to_arrow())
-    try:
-        con.execute(
-            """
-            DELETE FROM semantic_scope_kinds r USING keyed_scope_kinds k
-            WHERE r.embedding_model = k.embedding_model AND r.tenant = k.tenant
-              AND r.namespace = k.namespace
-            """
-        )
-        con.execute(
-            """
-            INSERT INTO semantic_scope_kinds BY NAME
-            SELECT tenant, namespace, embedding_model, language_in_scope, ? AS recorded_at
-            FROM keyed_scope_kinds
-            """,
-            [now],
-        )
-    finally:
-        con.unregister("keyed_scope_kinds")
-
-
-def _scope_kinds(keyed: list[tuple[str, str, str, bool]]) -> pl.DataFrame:
-    schema = {
-        "embedding_model": pl.String,
-        "tenant": pl.String,
-        "namespace": pl.String,
-        "language_in_scope": pl.Boolean,
-    }
-    return pl.DataFrame(keyed, schema=schema, orient="row")
+        con.unregister("scoped_vectors")
+    return [
+        key
+        for key, scope, canonical, tenant, namespace in rows
+        if (scope == semantic_scope_of_stored(canonical, embedding_model))
+        == language_in_scope[(tenant, namespace)]
+    ]

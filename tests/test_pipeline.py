@@ -540,18 +540,35 @@ def test_a_text_the_model_cannot_read_is_recorded_exact_only_when_written(tmp_pa
 
 
 def test_a_multilingual_namespace_keeps_its_answers_found_across_settings_changes(tmp_path):
-    """Turning verification on leaves the scopes as they were; turning cross-language reuse
-    on changes them all, and the namespace is indexed afresh under the new ones."""
+    """Turning cross-language reuse off moves every request to scopes with its language: the
+    vectors stored without it are indexed again under the new scopes, also after an older
+    partition's write-back put one back the old way. Turning verification on moves nothing."""
+    from assets.answers import cache_write_back
     from storage.config import write_namespace_override
 
+    DAY3 = "2026-02-03"
     semantic = {"embedding_model": "multilingual-e5-small", "verify": False, "threshold": 0.85}
-    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": semantic})
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {**semantic, "cross_language": True}})
     _land(tmp_path, DAY1, [_faq("d1-1", "How do I reset my password?")])
     _land(tmp_path, DAY2, [_faq("d2-1", "How can I reset my password?")])
+    _land(tmp_path, DAY3, [_faq("d3-1", "How can I reset my password?")])
     resource = InferCacheResource(home=str(tmp_path))
-    _materialize(resource, DAY1, dg.DagsterInstance.ephemeral())
-    for changed, reindexed in (({"verify": True, "verify_threshold": 0.7}, 0), ({"cross_language": True}, 1)):
-        write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": changed})
-        result = _materialize(resource, DAY2, dg.DagsterInstance.ephemeral())
-        assert _report(result)["semantic_hits"] == 1, changed
-        assert _metadata(result, "semantic_lookups")["namespaces_reindexed"] == reindexed
+    instance = dg.DagsterInstance.ephemeral()
+    _materialize(resource, DAY1, instance)
+
+    def served_and_rescoped(day):
+        result = _materialize(resource, day, instance)
+        return _report(result)["semantic_hits"], _metadata(result, "semantic_lookups")["vectors_rescoped"]
+
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {"cross_language": False}})
+    assert served_and_rescoped(DAY2) == (1, 1)
+    # Day 1's write-back alone again (a re-execution from failure, say), under its keyed settings.
+    rerun = dg.materialize(
+        [cache_write_back], partition_key=DAY1, instance=instance, resources={"infercache": resource}
+    )
+    assert rerun.success
+    assert served_and_rescoped(DAY3) == (1, 1)
+    write_namespace_override(
+        tmp_path, "demo-faq-answers", {"semantic": {"verify": True, "verify_threshold": 0.7}}
+    )
+    assert served_and_rescoped(DAY3) == (1, 0)

@@ -10,9 +10,8 @@ from storage.keys import cache_key, canonical_request, semantic_scope
 from storage.vector_backfill import (
     entries_missing_vectors,
     forget_exact_only_without_entry,
+    keys_scoped_otherwise,
     record_exact_only,
-    record_scope_kinds,
-    scopes_to_reindex,
     with_scopes,
 )
 from tests.helpers import EMBEDDER, entry_rows, identity
@@ -43,7 +42,7 @@ def test_live_entries_of_the_scopes_without_a_vector_come_most_recently_used_fir
     with open_store(tmp_path / "cache.duckdb") as con:
         identities = _store(con, now)
         rows, missing = entries_missing_vectors(
-            con, [("acme", "faq", True)], _keys(identities[3]), EMBEDDER, now, limit=10
+            con, [("acme", "faq", True, "rule A")], _keys(identities[3]), EMBEDDER, now, limit=10
         )
     # Indexed ("gift cards"), expired ("ship abroad") and globex's entry are left out.
     assert rows["input_text"].to_list() == ["opening hours", "reset my password"]
@@ -60,24 +59,34 @@ def test_live_entries_of_the_scopes_without_a_vector_come_most_recently_used_fir
 def test_a_limit_takes_the_most_recent_and_still_counts_them_all(tmp_path, now):
     with open_store(tmp_path / "cache.duckdb") as con:
         _store(con, now)
-        rows, missing = entries_missing_vectors(con, [("acme", "faq", True)], _keys(), EMBEDDER, now, limit=1)
-        none, counted = entries_missing_vectors(con, [("acme", "faq", True)], _keys(), EMBEDDER, now, limit=0)
+        rows, missing = entries_missing_vectors(
+            con, [("acme", "faq", True, "rule A")], _keys(), EMBEDDER, now, limit=1
+        )
+        none, counted = entries_missing_vectors(
+            con, [("acme", "faq", True, "rule A")], _keys(), EMBEDDER, now, limit=0
+        )
     assert rows["input_text"].to_list() == ["opening hours"] and missing == 3
     assert none.height == 0 and counted == 3
 
 
-def test_an_entry_recorded_exact_only_is_left_out_under_the_same_settings_only(tmp_path, now):
+def test_an_entry_recorded_exact_only_is_left_out_under_the_same_coverage_only(tmp_path, now):
+    """Recorded under what decided it (storage.semantic_coverage.coverage_signature): another
+    verification setting, declared languages or rule version reads the text again."""
     with open_store(tmp_path / "cache.duckdb") as con:
         _store(con, now)
-        rows, _ = entries_missing_vectors(con, [("acme", "faq", True)], _keys(), EMBEDDER, now, limit=10)
+        rows, _ = entries_missing_vectors(
+            con, [("acme", "faq", True, "rule A")], _keys(), EMBEDDER, now, limit=10
+        )
         exact_only = rows.filter(pl.col("input_text") == "opening hours").with_columns(reason=pl.lit("why"))
         assert record_exact_only(con, exact_only, EMBEDDER, now) == 1
-        verified, _ = entries_missing_vectors(con, [("acme", "faq", True)], _keys(), EMBEDDER, now, limit=10)
+        verified, _ = entries_missing_vectors(
+            con, [("acme", "faq", True, "rule A")], _keys(), EMBEDDER, now, limit=10
+        )
         unverified, _ = entries_missing_vectors(
-            con, [("acme", "faq", False)], _keys(), EMBEDDER, now, limit=10
+            con, [("acme", "faq", False, "rule B")], _keys(), EMBEDDER, now, limit=10
         )
         other_model, _ = entries_missing_vectors(
-            con, [("acme", "faq", True)], _keys(), "other", now, limit=10
+            con, [("acme", "faq", True, "rule A")], _keys(), "other", now, limit=10
         )
         # Recorded twice, kept once; gone with its entry.
         record_exact_only(con, exact_only, EMBEDDER, now)
@@ -85,7 +94,7 @@ def test_an_entry_recorded_exact_only_is_left_out_under_the_same_settings_only(t
         con.execute("DELETE FROM cache_entries WHERE input_text = 'opening hours'")
         assert forget_exact_only_without_entry(con, now) == 1
     assert "opening hours" not in verified["input_text"].to_list()
-    assert "opening hours" in unverified["input_text"].to_list()  # verification decided it
+    assert "opening hours" in unverified["input_text"].to_list()  # decided under another rule
     assert "opening hours" in other_model["input_text"].to_list()
 
 
@@ -95,25 +104,52 @@ def test_a_partition_backfills_only_the_entries_it_sees(tmp_path, now):
     with open_store(tmp_path / "cache.duckdb") as con:
         _store(con, now)  # acme's entries were written by 2026-01-01
         before, _ = entries_missing_vectors(
-            con, [("acme", "faq", True)], _keys(), EMBEDDER, now, limit=10, before_partition="2026-01-01"
+            con,
+            [("acme", "faq", True, "rule A")],
+            _keys(),
+            EMBEDDER,
+            now,
+            limit=10,
+            before_partition="2026-01-01",
         )
         after, missing = entries_missing_vectors(
-            con, [("acme", "faq", True)], _keys(), EMBEDDER, now, limit=10, before_partition="2026-01-02"
+            con,
+            [("acme", "faq", True, "rule A")],
+            _keys(),
+            EMBEDDER,
+            now,
+            limit=10,
+            before_partition="2026-01-02",
         )
     assert before.height == 0
     assert after.height == missing == 3
 
 
-def test_a_namespace_whose_scopes_took_or_dropped_the_language_is_named_once(tmp_path, now):
-    """Nothing recorded reads as scopes without the language (as vectors were stored before
-    it could enter them); once recorded, the same way is not named again."""
-    keyed = [("e5", "acme", "apart", True), ("e5", "acme", "across", False), ("minilm", "acme", "faq", False)]
+def test_vectors_stored_under_the_other_kind_of_scope_are_told_apart_without_the_texts(tmp_path, now):
+    """A vector stored without the language has the scope its canonical request gives without
+    one; where the namespace now keeps the language that vector is never found, and the
+    other way round."""
     with open_store(tmp_path / "cache.duckdb") as con:
-        assert scopes_to_reindex(con, keyed) == [("e5", "acme", "apart")]
-        assert scopes_to_reindex(con, keyed) == [("e5", "acme", "apart")]  # not recorded yet
-        record_scope_kinds(con, keyed, now)
-        assert scopes_to_reindex(con, keyed) == []
-        turned = [("e5", "acme", "apart", False), ("e5", "acme", "across", True)]
-        assert scopes_to_reindex(con, turned) == [("e5", "acme", "across"), ("e5", "acme", "apart")]
-        record_scope_kinds(con, turned, now)
-        assert con.execute("SELECT count(*) FROM semantic_scope_kinds").fetchall() == [(3,)]
+        identities = _store(con, now)
+        reset, hours, _, gifts = identities
+        indexed = pa.table(
+            {
+                "key": pa.array(
+                    [cache_key(canonical_request(x)) for x in (reset, hours, gifts)], pa.binary()
+                ),
+                "tenant": ["acme"] * 3,
+                "namespace": ["faq"] * 3,
+                "semantic_scope": [
+                    semantic_scope(reset, EMBEDDER),  # no language
+                    semantic_scope(hours, EMBEDDER, "en"),
+                    semantic_scope(gifts, EMBEDDER, "en"),
+                ],
+            }
+        )
+        keyed_with_language = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "faq"): True})
+        keyed_without = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "faq"): False})
+        other_namespace = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "other"): True})
+        unseen = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "faq"): False}, "2026-01-01")
+    assert keyed_with_language == [cache_key(canonical_request(reset))]
+    assert sorted(keyed_without) == sorted(cache_key(canonical_request(x)) for x in (hours, gifts))
+    assert other_namespace == [] and unseen == []  # written by 2026-01-01: not seen by it
