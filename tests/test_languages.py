@@ -442,3 +442,22 @@ def test_a_re_run_from_the_look_up_names_a_language_that_left_the_scope_since_ke
         write_namespace_override(tmp_path, "faq", {"semantic": {"cross_language": True}})
         (changed,) = settings_changed_since_keying(con, "2026-01-01", load_settings(home=tmp_path))
     assert "language_in_scope True -> False" in changed
+
+
+def test_what_decides_exact_matching_only_changes_with_the_declared_languages(tmp_path, settings):
+    """An entry recorded exact-only is read again when what decided it changes: the
+    verification setting, the verifier's or the embedding model's declared languages."""
+    import dataclasses as dc
+
+    from storage.semantic_coverage import as_keyed, coverage_signature
+
+    default = settings.namespace("default")
+    verified = coverage_signature(as_keyed(default, "multilingual-e5-small", True), settings)
+    plain = coverage_signature(as_keyed(default, "multilingual-e5-small", False), settings)
+    french_too = coverage_signature(
+        as_keyed(default, "multilingual-e5-small", True),
+        dc.replace(settings, verifier_languages=("en", "fr")),
+    )
+    minilm = coverage_signature(as_keyed(default, "all-MiniLM-L6-v2", True), settings)
+    assert len({verified, plain, french_too, minilm}) == 4
+    assert coverage_signature(as_keyed(default, "multilingual-e5-small", True), settings) == verified
