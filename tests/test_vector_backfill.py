@@ -103,26 +103,14 @@ def test_a_partition_backfills_only_the_entries_it_sees(tmp_path, now):
     look-ups would not see them, and they would take the places of those they would."""
     with open_store(tmp_path / "cache.duckdb") as con:
         _store(con, now)  # acme's entries were written by 2026-01-01
-        before, _ = entries_missing_vectors(
-            con,
-            [("acme", "faq", True, "rule A")],
-            _keys(),
-            EMBEDDER,
-            now,
-            limit=10,
-            before_partition="2026-01-01",
-        )
-        after, missing = entries_missing_vectors(
-            con,
-            [("acme", "faq", True, "rule A")],
-            _keys(),
-            EMBEDDER,
-            now,
-            limit=10,
-            before_partition="2026-01-02",
-        )
-    assert before.height == 0
-    assert after.height == missing == 3
+        seen = {
+            partition: entries_missing_vectors(
+                con, [("acme", "faq", True, "rule A")], _keys(), EMBEDDER, now, 10, before_partition=partition
+            )
+            for partition in ("2026-01-01", "2026-01-02")
+        }
+    assert seen["2026-01-01"][0].height == 0
+    assert seen["2026-01-02"][0].height == seen["2026-01-02"][1] == 3
 
 
 def test_vectors_stored_under_the_other_kind_of_scope_are_told_apart_without_the_texts(tmp_path, now):
