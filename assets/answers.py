@@ -6,7 +6,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from assets.lookups import current_embeddings
+from assets.lookups import current_embeddings, keyed_coverage
 from assets.partitions import PARTITION_FLOW
 from inference.miss_runner import answer_misses
 from inference.pair_verifier import verifier_counts
@@ -15,7 +15,7 @@ from storage.eviction import enforce_capacity
 from storage.exact_store import open_store, replace_partition, sweep_expired
 from storage.lookalikes import fold_lookalike_misses
 from storage.pair_scores import forget_unused
-from storage.semantic_coverage import SEMANTIC_OFF, as_keyed, coverage_signature
+from storage.semantic_coverage import SEMANTIC_OFF
 from storage.vector_backfill import forget_exact_only_without_entry, record_exact_only
 from storage.write_back import commit_entries, keys_without_live_entry, new_entries, new_exact_only_entries
 from storage.wrong_answers import blocked_within, reports_against
@@ -109,7 +109,7 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
         exact_only = new_exact_only_entries(con, partition, SEMANTIC_OFF)
         for (embedding_model,), group in exact_only.group_by(["embedding_model"], maintain_order=True):
             decided_under = [
-                coverage_signature(as_keyed(limits[(tenant, namespace)], embedding_model, verify), settings)
+                keyed_coverage(settings, tenant, namespace, embedding_model, verify)
                 for tenant, namespace, verify in group.select("tenant", "namespace", "verify").iter_rows()
             ]
             record_exact_only(

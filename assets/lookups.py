@@ -219,7 +219,7 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
 
 
 _KEYED_REUSE_QUERY = """
-SELECT embedding_model, tenant, namespace,
+SELECT embedding_model, tenant, namespace, model, model_version,
        any_value(coalesce(semantic_verify, false)) AS verify,
        bool_or(semantic_language IS NOT NULL) AS language_in_scope
 FROM model_requests WHERE partition = ? AND semantic_enabled
@@ -246,7 +246,7 @@ def _index_entries_without_vectors(
     settings = infercache.settings()
     for embedding_model in dict.fromkeys(row[0] for row in keyed):
         rows = [row for row in keyed if row[0] == embedding_model]
-        scoped = {(tenant, namespace): language for _, tenant, namespace, _, language in rows}
+        scoped = {(tenant, namespace): language for _, tenant, namespace, _, _, _, language in rows}
         index = infercache.semantic_index(embedding_model)
         # Only a model of several languages can have stored a vector under the other kind of scope.
         multilingual = len(settings.embedding_model(embedding_model).languages) > 1
@@ -262,12 +262,12 @@ def _index_entries_without_vectors(
             (
                 tenant,
                 name,
+                model,
+                version,
                 verify,
-                coverage_signature(
-                    as_keyed(settings.namespace(name, tenant), embedding_model, verify), settings
-                ),
+                keyed_coverage(settings, tenant, name, embedding_model, verify),
             )
-            for _, tenant, name, verify, _ in rows
+            for _, tenant, name, model, version, verify, _ in rows
         ]
         missing, awaiting = entries_missing_vectors(
             con,
@@ -290,6 +290,15 @@ def _index_entries_without_vectors(
         counts["entries_kept_exact_only"] += kept
         counts["entries_awaiting_vectors"] += awaiting - added - kept
     return counts
+
+
+def keyed_coverage(
+    settings: Settings, tenant: str, namespace: str, embedding_model: str, verify: bool
+) -> str:
+    """What decides which of the namespace's texts get exact matching only, as keyed."""
+    return coverage_signature(
+        as_keyed(settings.namespace(namespace, tenant), embedding_model, verify), settings
+    )
 
 
 def _embed_and_index(

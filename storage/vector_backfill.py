@@ -28,7 +28,7 @@ from storage.keys import semantic_scope_of_stored
 _MISSING = """
 SELECT e.*, w.verify, w.decided_under
 FROM cache_entries e
-JOIN backfill_scopes w USING (tenant, namespace)
+JOIN backfill_scopes w USING (tenant, namespace, model, model_version)
 ANTI JOIN backfill_indexed_keys i USING (key)
 WHERE e.expires_at > $now
   AND (e.source_partition IS NULL OR $before_partition IS NULL OR e.source_partition < $before_partition)
@@ -64,18 +64,19 @@ _ROW_SCHEMA = {
 
 def entries_missing_vectors(
     con: duckdb.DuckDBPyConnection,
-    scopes: list[tuple[str, str, bool, str]],
+    scopes: list[tuple[str, str, str, str, bool, str]],
     indexed_keys: pa.Table,
     embedding_model: str,
     now: datetime,
     limit: int,
     before_partition: str | None = None,
 ) -> tuple[pl.DataFrame, int]:
-    """Up to `limit` live entries of the (tenant, namespace, verify, decided_under) scopes
-    with no key in `indexed_keys` (the model's index) and not recorded exact-only under the
-    same coverage (storage.semantic_coverage.coverage_signature),
-    of those `before_partition` sees (written before it, or warmed); and how many such
-    entries there are in all (the rest wait for a later run)."""
+    """Up to `limit` live entries of the (tenant, namespace, model, model_version, verify,
+    decided_under) a partition requests (entries of a model version no request asks for
+    are never searched), with no key in `indexed_keys` (the model's index), not recorded
+    exact-only under the same coverage (storage.semantic_coverage.coverage_signature), and
+    seen by `before_partition` (written before it, or warmed); and how many such entries
+    there are in all (the rest wait for a later run)."""
     if not scopes:
         return pl.DataFrame(schema=_ROW_SCHEMA), 0
     wanted = pl.DataFrame(
@@ -83,6 +84,8 @@ def entries_missing_vectors(
         schema={
             "tenant": pl.String,
             "namespace": pl.String,
+            "model": pl.String,
+            "model_version": pl.String,
             "verify": pl.Boolean,
             "decided_under": pl.String,
         },

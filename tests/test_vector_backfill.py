@@ -42,7 +42,12 @@ def test_live_entries_of_the_scopes_without_a_vector_come_most_recently_used_fir
     with open_store(tmp_path / "cache.duckdb") as con:
         identities = _store(con, now)
         rows, missing = entries_missing_vectors(
-            con, [("acme", "faq", True, "rule A")], _keys(identities[3]), EMBEDDER, now, limit=10
+            con,
+            [("acme", "faq", "tiny-llm", "1", True, "rule A")],
+            _keys(identities[3]),
+            EMBEDDER,
+            now,
+            limit=10,
         )
     # Indexed ("gift cards"), expired ("ship abroad") and globex's entry are left out.
     assert rows["input_text"].to_list() == ["opening hours", "reset my password"]
@@ -60,10 +65,10 @@ def test_a_limit_takes_the_most_recent_and_still_counts_them_all(tmp_path, now):
     with open_store(tmp_path / "cache.duckdb") as con:
         _store(con, now)
         rows, missing = entries_missing_vectors(
-            con, [("acme", "faq", True, "rule A")], _keys(), EMBEDDER, now, limit=1
+            con, [("acme", "faq", "tiny-llm", "1", True, "rule A")], _keys(), EMBEDDER, now, limit=1
         )
         none, counted = entries_missing_vectors(
-            con, [("acme", "faq", True, "rule A")], _keys(), EMBEDDER, now, limit=0
+            con, [("acme", "faq", "tiny-llm", "1", True, "rule A")], _keys(), EMBEDDER, now, limit=0
         )
     assert rows["input_text"].to_list() == ["opening hours"] and missing == 3
     assert none.height == 0 and counted == 3
@@ -75,18 +80,18 @@ def test_an_entry_recorded_exact_only_is_left_out_under_the_same_coverage_only(t
     with open_store(tmp_path / "cache.duckdb") as con:
         _store(con, now)
         rows, _ = entries_missing_vectors(
-            con, [("acme", "faq", True, "rule A")], _keys(), EMBEDDER, now, limit=10
+            con, [("acme", "faq", "tiny-llm", "1", True, "rule A")], _keys(), EMBEDDER, now, limit=10
         )
         exact_only = rows.filter(pl.col("input_text") == "opening hours").with_columns(reason=pl.lit("why"))
         assert record_exact_only(con, exact_only, EMBEDDER, now) == 1
         verified, _ = entries_missing_vectors(
-            con, [("acme", "faq", True, "rule A")], _keys(), EMBEDDER, now, limit=10
+            con, [("acme", "faq", "tiny-llm", "1", True, "rule A")], _keys(), EMBEDDER, now, limit=10
         )
         unverified, _ = entries_missing_vectors(
-            con, [("acme", "faq", False, "rule B")], _keys(), EMBEDDER, now, limit=10
+            con, [("acme", "faq", "tiny-llm", "1", False, "rule B")], _keys(), EMBEDDER, now, limit=10
         )
         other_model, _ = entries_missing_vectors(
-            con, [("acme", "faq", True, "rule A")], _keys(), "other", now, limit=10
+            con, [("acme", "faq", "tiny-llm", "1", True, "rule A")], _keys(), "other", now, limit=10
         )
         # Recorded twice, kept once; gone with its entry.
         record_exact_only(con, exact_only, EMBEDDER, now)
@@ -105,7 +110,13 @@ def test_a_partition_backfills_only_the_entries_it_sees(tmp_path, now):
         _store(con, now)  # acme's entries were written by 2026-01-01
         seen = {
             partition: entries_missing_vectors(
-                con, [("acme", "faq", True, "rule A")], _keys(), EMBEDDER, now, 10, before_partition=partition
+                con,
+                [("acme", "faq", "tiny-llm", "1", True, "rule A")],
+                _keys(),
+                EMBEDDER,
+                now,
+                10,
+                before_partition=partition,
             )
             for partition in ("2026-01-01", "2026-01-02")
         }
@@ -141,3 +152,14 @@ def test_vectors_stored_under_the_other_kind_of_scope_are_told_apart_without_the
     assert keyed_with_language == [cache_key(canonical_request(reset))]
     assert sorted(keyed_without) == sorted(cache_key(canonical_request(x)) for x in (hours, gifts))
     assert other_namespace == [] and unseen == []  # written by 2026-01-01: not seen by it
+
+
+def test_entries_of_a_model_version_no_request_asks_for_are_left_alone(tmp_path, now):
+    """After an upgrade no request searches the old version's scopes: indexing its entries
+    would spend the limit on vectors that are never read."""
+    with open_store(tmp_path / "cache.duckdb") as con:
+        _store(con, now)  # written by tiny-llm version 1
+        upgraded, missing = entries_missing_vectors(
+            con, [("acme", "faq", "tiny-llm", "2", True, "rule A")], _keys(), EMBEDDER, now, limit=10
+        )
+    assert upgraded.height == missing == 0
