@@ -6,7 +6,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from assets.lookups import current_embeddings, keyed_coverage
+from assets.lookups import current_embeddings
 from assets.partitions import PARTITION_FLOW
 from inference.miss_runner import answer_misses
 from inference.pair_verifier import verifier_counts
@@ -16,7 +16,12 @@ from storage.exact_store import open_store, replace_partition, sweep_expired
 from storage.lookalikes import fold_lookalike_misses
 from storage.pair_scores import forget_unused
 from storage.semantic_coverage import SEMANTIC_OFF
-from storage.vector_backfill import forget_exact_only_without_entry, record_exact_only
+from storage.vector_backfill import (
+    forget_exact_only,
+    forget_exact_only_without_entry,
+    note_vector_kinds,
+    record_exact_only,
+)
 from storage.write_back import commit_entries, keys_without_live_entry, new_entries, new_exact_only_entries
 from storage.wrong_answers import blocked_within, reports_against
 
@@ -108,16 +113,7 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
         written = commit_entries(con, entries, partition)
         exact_only = new_exact_only_entries(con, partition, SEMANTIC_OFF)
         for (embedding_model,), group in exact_only.group_by(["embedding_model"], maintain_order=True):
-            decided_under = [
-                keyed_coverage(settings, tenant, namespace, embedding_model, verify)
-                for tenant, namespace, verify in group.select("tenant", "namespace", "verify").iter_rows()
-            ]
-            record_exact_only(
-                con,
-                group.with_columns(decided_under=pl.Series(decided_under, dtype=pl.String)),
-                embedding_model,
-                now,
-            )
+            record_exact_only(con, group, embedding_model, now)
         evicted: list[bytes] = []
         for (tenant, namespace), scope in limits.items():
             evicted += enforce_capacity(
@@ -135,6 +131,15 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
                 [partition],
             ).fetchall()
         ]
+        # How the new vectors are scoped (with or without the text's language), for the
+        # namespaces on a multilingual model (storage/vector_backfill.note_vector_kinds).
+        written_kinds = con.execute(
+            """
+            SELECT DISTINCT embedding_model, tenant, namespace, semantic_language IS NOT NULL
+            FROM model_requests WHERE partition = ? AND semantic_enabled ORDER BY ALL
+            """,
+            [partition],
+        ).fetchall()
     with_vectors = entries.join(vectors, on="key", how="inner")
     indexed = not_indexed = removed = 0
     for name in embedding_models:
@@ -145,6 +150,9 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
         # After the add: what this write-back evicted, what expired, and what an earlier
         # write-back that stopped between the two stores left behind.
         with open_store(infercache.locations.duckdb_path) as con:
+            forget_exact_only(con, group["key"].to_list(), name)
+            if len(settings.embedding_model(name).languages) > 1:
+                note_vector_kinds(con, [kind for kind in written_kinds if kind[0] == name], partition, now)
             dead = keys_without_live_entry(con, index.keys(), now)
         index.delete_keys(dead)
         removed += len(dead)

@@ -24,12 +24,16 @@ from storage.exact_store import (
 )
 from storage.keying import settings_changed_since_keying
 from storage.keys import text_hash
-from storage.semantic_coverage import as_keyed, coverage_signature, semantic_decisions
+from storage.semantic_coverage import as_keyed, semantic_decisions
 from storage.semantic_index import SemanticIndex
 from storage.semantic_lookup import lookup_semantic
 from storage.vector_backfill import (
     entries_missing_vectors,
+    forget_exact_only,
+    forget_vector_kind,
     keys_scoped_otherwise,
+    namespaces_to_check,
+    note_vector_kinds,
     record_exact_only,
     with_scopes,
 )
@@ -221,6 +225,7 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
 _KEYED_REUSE_QUERY = """
 SELECT embedding_model, tenant, namespace, model, model_version,
        any_value(coalesce(semantic_verify, false)) AS verify,
+       any_value(semantic_decided_under) AS decided_under,
        bool_or(semantic_language IS NOT NULL) AS language_in_scope
 FROM model_requests WHERE partition = ? AND semantic_enabled
 GROUP BY ALL ORDER BY ALL
@@ -246,28 +251,29 @@ def _index_entries_without_vectors(
     settings = infercache.settings()
     for embedding_model in dict.fromkeys(row[0] for row in keyed):
         rows = [row for row in keyed if row[0] == embedding_model]
-        scoped = {(tenant, namespace): language for _, tenant, namespace, _, _, _, language in rows}
+        scoped = {(tenant, namespace): language for _, tenant, namespace, _, _, _, _, language in rows}
         index = infercache.semantic_index(embedding_model)
-        # Only a model of several languages can have stored a vector under the other kind of scope.
+        # Only a model of several languages can have stored a vector under the other kind of
+        # scope, and only namespaces where the other kind may be present are read vector by vector.
         multilingual = len(settings.embedding_model(embedding_model).languages) > 1
-        indexed = index.keys(with_scopes=multilingual)
-        rescope = (
-            keys_scoped_otherwise(con, indexed, embedding_model, scoped, partition) if multilingual else []
+        kinds = [
+            (embedding_model, tenant, namespace, language) for (tenant, namespace), language in scoped.items()
+        ]
+        checked = (
+            {(t, ns): scoped[(t, ns)] for _, t, ns in namespaces_to_check(con, kinds, partition)}
+            if multilingual
+            else {}
         )
+        indexed = index.keys(with_scopes=bool(checked))
+        stale = keys_scoped_otherwise(con, indexed, embedding_model, checked, partition) if checked else []
+        rescope = [key for key, _, _, visible in stale if visible]
         if rescope:
             indexed = indexed.filter(
                 pc.invert(pc.is_in(indexed["key"], value_set=pa.array(rescope, pa.binary())))
             )
         coverage = [
-            (
-                tenant,
-                name,
-                model,
-                version,
-                verify,
-                keyed_coverage(settings, tenant, name, embedding_model, verify),
-            )
-            for _, tenant, name, model, version, verify, _ in rows
+            (tenant, name, model, version, verify, decided_under)
+            for _, tenant, name, model, version, verify, decided_under, _ in rows
         ]
         missing, awaiting = entries_missing_vectors(
             con,
@@ -284,21 +290,22 @@ def _index_entries_without_vectors(
         # A vector under the other kind of scope whose text now gets exact matching only.
         unreadable = set(exact_only["key"].to_list())
         index.delete_keys([key for key in rescope if key in unreadable])
+        forget_exact_only(
+            con, [key for key in missing["key"].to_list() if key not in unreadable], embedding_model
+        )
         rescoped = len(set(rescope) & (set(missing["key"].to_list()) - unreadable))
+        if multilingual:
+            note_vector_kinds(con, kinds, partition, now)
+            # Where every vector of the other kind was indexed again, the check stops.
+            fixed = set(missing["key"].to_list())
+            left = {(t, ns) for key, t, ns, _ in stale if key not in fixed}
+            for tenant, namespace in checked.keys() - left:
+                forget_vector_kind(con, embedding_model, tenant, namespace, not checked[(tenant, namespace)])
         counts["vectors_backfilled"] += added
         counts["vectors_rescoped"] += rescoped
         counts["entries_kept_exact_only"] += kept
         counts["entries_awaiting_vectors"] += awaiting - added - kept
     return counts
-
-
-def keyed_coverage(
-    settings: Settings, tenant: str, namespace: str, embedding_model: str, verify: bool
-) -> str:
-    """What decides which of the namespace's texts get exact matching only, as keyed."""
-    return coverage_signature(
-        as_keyed(settings.namespace(namespace, tenant), embedding_model, verify), settings
-    )
 
 
 def _embed_and_index(

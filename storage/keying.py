@@ -15,7 +15,7 @@ from storage.keys import (
     canonical_request,
     semantic_scope,
 )
-from storage.semantic_coverage import SEMANTIC_OFF, language_scoped, semantic_decisions
+from storage.semantic_coverage import SEMANTIC_OFF, coverage_signature, language_scoped, semantic_decisions
 
 
 def effective_params(params: dict, backend: str, labels: tuple[str, ...]) -> dict:
@@ -64,6 +64,11 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
                 "semantic_verify_threshold": namespace.semantic.verify_threshold,
                 "semantic_skip_reason": skip_reason,
                 "semantic_language": language,
+                # What decided semantic_skip_reason (storage/vector_backfill.py keeps it with
+                # an entry recorded exact-only); none where reuse is off.
+                "semantic_decided_under": (
+                    coverage_signature(namespace, settings) if namespace.semantic.enabled else None
+                ),
             }
         )
     schema = {
@@ -79,6 +84,7 @@ def key_requests(accepted: pl.DataFrame, settings: Settings) -> pl.DataFrame:
         "semantic_verify_threshold": pl.Float64,
         "semantic_skip_reason": pl.String,
         "semantic_language": pl.String,
+        "semantic_decided_under": pl.String,
     }
     return pl.DataFrame(rows, schema=schema, orient="row")
 

@@ -49,7 +49,8 @@ TABLES: dict[str, str] = {
         semantic_verify BOOLEAN,
         semantic_verify_threshold DOUBLE,
         semantic_skip_reason VARCHAR,
-        semantic_language VARCHAR
+        semantic_language VARCHAR,
+        semantic_decided_under VARCHAR
     """,
     "quarantine": """
         partition VARCHAR NOT NULL,
@@ -120,6 +121,17 @@ TABLES: dict[str, str] = {
         score FLOAT NOT NULL,
         scored_at TIMESTAMP NOT NULL,
         used_at TIMESTAMP NOT NULL
+    """,
+    # Which kinds of semantic scope (with or without the text's language) a tenant
+    # namespace's vectors under a multilingual model may have, and the latest partition that
+    # keyed or wrote each (storage/vector_backfill.py).
+    "vector_scope_kinds": """
+        embedding_model VARCHAR NOT NULL,
+        tenant VARCHAR NOT NULL,
+        namespace VARCHAR NOT NULL,
+        language_in_scope BOOLEAN NOT NULL,
+        latest_partition VARCHAR,
+        recorded_at TIMESTAMP NOT NULL
     """,
     # Live entries left without a vector in an embedding model's index because their text
     # is not for it (storage/vector_backfill.py), under what decided it

@@ -143,6 +143,23 @@ def record_exact_only(
     return rows.height
 
 
+def forget_exact_only(con: duckdb.DuckDBPyConnection, keys: list[bytes], embedding_model: str) -> None:
+    """Drop the exact-only records of keys now indexed under the embedding model: a record
+    left behind would hide the key from the backfill when its settings come back, and keep
+    a vector under the wrong kind of scope from being indexed again."""
+    if not keys:
+        return
+    con.register("indexed_now", pa.table({"key": pa.array(keys, pa.binary())}))
+    try:
+        con.execute(
+            "DELETE FROM exact_only_entries"
+            " WHERE embedding_model = ? AND key IN (SELECT key FROM indexed_now)",
+            [embedding_model],
+        )
+    finally:
+        con.unregister("indexed_now")
+
+
 def forget_exact_only_without_entry(con: duckdb.DuckDBPyConnection, now: datetime) -> int:
     """Drop the records of entries that are gone or expired (evicted, cleared, swept)."""
     rows = con.execute(
@@ -162,14 +179,15 @@ def keys_scoped_otherwise(
     embedding_model: str,
     language_in_scope: dict[tuple[str, str], bool],
     before_partition: str | None = None,
-) -> list[bytes]:
-    """Keys whose vector (`indexed`: key, tenant, namespace, semantic_scope) was stored with
-    the text's language in its scope where the (tenant, namespace) now keeps none, or the
-    other way round (semantic.cross_language turned on or off, vectors stored before the
-    language entered the scope, an older partition's write-back run again): their requests
-    search other scopes, so they are never found. Told apart without reading the texts again:
-    a vector stored without the language has the scope its canonical request gives without
-    one. Only entries `before_partition` sees; the backfill indexes them again."""
+) -> list[tuple[bytes, str, str, bool]]:
+    """Vectors (`indexed`: key, tenant, namespace, semantic_scope) of the (tenant, namespace)
+    given that were stored with the text's language in their scope where the namespace now
+    keeps none, or the other way round (semantic.cross_language turned on or off, vectors
+    stored before the language entered the scope, an older partition's write-back run
+    again): their requests search other scopes, so they are never found. Told apart without
+    reading the texts again: a vector stored without the language has the scope its
+    canonical request gives without one. Each as (key, tenant, namespace, whether
+    `before_partition` sees its entry); the backfill indexes those again."""
     wanted = indexed.filter(
         pc.is_in(
             pc.binary_join_element_wise(indexed["tenant"], indexed["namespace"], "\x00"),
@@ -182,18 +200,110 @@ def keys_scoped_otherwise(
     try:
         rows = con.execute(
             """
-            SELECT v.key, v.semantic_scope, e.canonical_request, e.tenant, e.namespace
+            SELECT v.key, v.semantic_scope, e.canonical_request, e.tenant, e.namespace,
+                   e.source_partition IS NULL OR $before_partition IS NULL
+                   OR e.source_partition < $before_partition AS visible
             FROM scoped_vectors v JOIN cache_entries e USING (key)
-            WHERE e.source_partition IS NULL OR $before_partition IS NULL
-               OR e.source_partition < $before_partition
             """,
             {"before_partition": before_partition},
         ).fetchall()
     finally:
         con.unregister("scoped_vectors")
     return [
-        key
-        for key, scope, canonical, tenant, namespace in rows
+        (key, tenant, namespace, visible)
+        for key, scope, canonical, tenant, namespace, visible in rows
         if (scope == semantic_scope_of_stored(canonical, embedding_model))
         == language_in_scope[(tenant, namespace)]
     ]
+
+
+# Which kinds of scope (with or without the text's language) a tenant namespace's vectors
+# under a multilingual model may have, and the latest partition that keyed or wrote each:
+# the per-vector check above runs only where a kind other than the keyed one may be present.
+_KINDS_QUERY = """
+SELECT k.embedding_model, k.tenant, k.namespace,
+       count(r.language_in_scope) AS recorded,
+       max(r.latest_partition) FILTER (r.language_in_scope <> k.language_in_scope) AS other_latest,
+       count(*) FILTER (r.language_in_scope <> k.language_in_scope) AS other_recorded
+FROM keyed_kinds k
+LEFT JOIN vector_scope_kinds r USING (embedding_model, tenant, namespace)
+GROUP BY ALL ORDER BY ALL
+"""
+
+
+def namespaces_to_check(
+    con: duckdb.DuckDBPyConnection, keyed: list[tuple[str, str, str, bool]], partition: str
+) -> list[tuple[str, str, str]]:
+    """Of the (embedding model, tenant, namespace, language in scope) a partition was keyed
+    with, those whose vectors may be scoped the other way: nothing recorded yet (vectors
+    stored before the language could enter a scope), or the other kind recorded by this
+    partition or an earlier one. Where a later partition keyed the other way, its vectors
+    are left as they are: a recompute of an older partition does not undo a newer one."""
+    if not keyed:
+        return []
+    con.register("keyed_kinds", _kinds(keyed).to_arrow())
+    try:
+        rows = con.execute(_KINDS_QUERY).fetchall()
+    finally:
+        con.unregister("keyed_kinds")
+    return [
+        (model, tenant, namespace)
+        for model, tenant, namespace, recorded, other_latest, other_recorded in rows
+        if not recorded or (other_recorded and (other_latest is None or other_latest <= partition))
+    ]
+
+
+def note_vector_kinds(
+    con: duckdb.DuckDBPyConnection, kinds: list[tuple[str, str, str, bool]], partition: str, now: datetime
+) -> None:
+    """Record that vectors of these (embedding model, tenant, namespace, language in scope)
+    may be present, keyed or written by `partition` (the latest such partition is kept)."""
+    if not kinds:
+        return
+    con.register("noted_kinds", _kinds(kinds).unique().to_arrow())
+    try:
+        merged = con.sql(
+            """
+            SELECT n.embedding_model, n.tenant, n.namespace, n.language_in_scope,
+                   greatest(max(r.latest_partition), $partition) AS latest_partition, $now AS recorded_at
+            FROM noted_kinds n
+            LEFT JOIN vector_scope_kinds r USING (embedding_model, tenant, namespace, language_in_scope)
+            GROUP BY ALL
+            """,
+            params={"partition": partition, "now": now},
+        ).pl()
+        con.execute(
+            """
+            DELETE FROM vector_scope_kinds r USING noted_kinds n
+            WHERE r.embedding_model = n.embedding_model AND r.tenant = n.tenant
+              AND r.namespace = n.namespace AND r.language_in_scope = n.language_in_scope
+            """
+        )
+        con.register("merged_kinds", merged.to_arrow())
+        con.execute("INSERT INTO vector_scope_kinds BY NAME SELECT * FROM merged_kinds")
+        con.unregister("merged_kinds")
+    finally:
+        con.unregister("noted_kinds")
+
+
+def forget_vector_kind(
+    con: duckdb.DuckDBPyConnection, embedding_model: str, tenant: str, namespace: str, language_in_scope: bool
+) -> None:
+    """No vector of this kind is left (every one was indexed again): the check can stop."""
+    con.execute(
+        """
+        DELETE FROM vector_scope_kinds
+        WHERE embedding_model = ? AND tenant = ? AND namespace = ? AND language_in_scope = ?
+        """,
+        [embedding_model, tenant, namespace, language_in_scope],
+    )
+
+
+def _kinds(rows: list[tuple[str, str, str, bool]]) -> pl.DataFrame:
+    schema = {
+        "embedding_model": pl.String,
+        "tenant": pl.String,
+        "namespace": pl.String,
+        "language_in_scope": pl.Boolean,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row")

@@ -26,8 +26,8 @@ ORDER BY k.request_id
 
 
 _NEW_EXACT_ONLY_QUERY = """
-SELECT DISTINCT k.key, k.tenant, k.namespace, k.embedding_model,
-       coalesce(k.semantic_verify, false) AS verify, k.semantic_skip_reason AS reason
+SELECT DISTINCT k.key, k.embedding_model, coalesce(k.semantic_verify, false) AS verify,
+       k.semantic_skip_reason AS reason, k.semantic_decided_under AS decided_under
 FROM inference_outputs i JOIN model_requests k USING (partition, request_id)
 WHERE i.partition = ? AND i.path = 'model' AND NOT k.semantic_enabled AND k.semantic_skip_reason <> ?
 ORDER BY k.key
@@ -36,8 +36,8 @@ ORDER BY k.key
 
 def new_exact_only_entries(con: duckdb.DuckDBPyConnection, partition: str, semantic_off: str) -> pl.DataFrame:
     """The partition's new entries whose text its namespace's embedding model (or verifier)
-    cannot read, with the keyed reason (key, tenant, namespace, embedding_model, verify,
-    reason): recorded as
+    cannot read, with the keyed reason and what decided it (key, embedding_model, verify,
+    reason, decided_under): recorded as
     exact-only at once, so the next look-up's backfill does not read them again. Entries of
     namespaces with semantic reuse off (`semantic_off`, the keyed reason) are not: turning it
     on must index them."""

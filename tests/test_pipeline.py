@@ -531,9 +531,14 @@ def test_a_text_the_model_cannot_read_is_recorded_exact_only_when_written(tmp_pa
     _land(tmp_path, DAY2, [_faq("d2-1", "What are your opening hours?")])
     resource = InferCacheResource(home=str(tmp_path))
     _materialize(resource, DAY1, dg.DagsterInstance.ephemeral())
-    marked = _query(tmp_path, "SELECT embedding_model, verify, reason FROM exact_only_entries")
+    marked = _query(tmp_path, "SELECT embedding_model, verify, reason, decided_under FROM exact_only_entries")
     assert marked.rows() == [
-        ("all-MiniLM-L6-v2", True, "text in Cjk script; all-MiniLM-L6-v2 covers en: exact matching only")
+        (
+            "all-MiniLM-L6-v2",
+            True,
+            "text in Cjk script; all-MiniLM-L6-v2 covers en: exact matching only",
+            "rule 1; all-MiniLM-L6-v2: en; verifier: en",  # as keying decided it
+        )
     ]
     lookups = _metadata(_materialize(resource, DAY2, dg.DagsterInstance.ephemeral()), "semantic_lookups")
     assert (lookups["vectors_backfilled"], lookups["entries_kept_exact_only"]) == (0, 0)
@@ -572,3 +577,36 @@ def test_a_multilingual_namespace_keeps_its_answers_found_across_settings_change
         tmp_path, "demo-faq-answers", {"semantic": {"verify": True, "verify_threshold": 0.7}}
     )
     assert served_and_rescoped(DAY3) == (1, 0)
+
+
+def test_a_recompute_of_an_older_partition_leaves_a_newer_partitions_scopes_alone(tmp_path):
+    """Days 1 and 2 were keyed with cross-language reuse, day 3 without: a recompute of day 2
+    (under its keyed settings) does not move day 3's scopes back, and day 4 finds nothing to
+    redo."""
+    from assets.lookups import semantic_lookups
+    from storage.config import write_namespace_override
+
+    DAY3, DAY4 = "2026-02-03", "2026-02-04"
+    semantic = {"embedding_model": "multilingual-e5-small", "verify": False, "threshold": 0.85}
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {**semantic, "cross_language": True}})
+    _land(
+        tmp_path,
+        DAY1,
+        [_faq("d1-1", "How do I reset my password?"), _faq("d1-2", "What are your opening hours?")],
+    )
+    _land(tmp_path, DAY2, [_faq("d2-1", "What are your opening hours?")])
+    for day in (DAY3, DAY4):
+        _land(tmp_path, day, [_faq(f"{day}-1", "How can I reset my password?")])
+    resource = InferCacheResource(home=str(tmp_path))
+    instance = dg.DagsterInstance.ephemeral()
+    _materialize(resource, DAY1, instance)
+    _materialize(resource, DAY2, instance)
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {"cross_language": False}})
+    assert _metadata(_materialize(resource, DAY3, instance), "semantic_lookups")["vectors_rescoped"] == 2
+    recompute = dg.materialize(
+        [semantic_lookups], partition_key=DAY2, instance=instance, resources={"infercache": resource}
+    )
+    assert _metadata(recompute, "semantic_lookups")["vectors_rescoped"] == 0
+    fourth = _materialize(resource, DAY4, instance)
+    assert _report(fourth)["semantic_hits"] == 1
+    assert _metadata(fourth, "semantic_lookups")["vectors_rescoped"] == 0

@@ -10,7 +10,10 @@ from storage.keys import cache_key, canonical_request, semantic_scope
 from storage.vector_backfill import (
     entries_missing_vectors,
     forget_exact_only_without_entry,
+    forget_vector_kind,
     keys_scoped_otherwise,
+    namespaces_to_check,
+    note_vector_kinds,
     record_exact_only,
     with_scopes,
 )
@@ -149,9 +152,32 @@ def test_vectors_stored_under_the_other_kind_of_scope_are_told_apart_without_the
         keyed_without = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "faq"): False})
         other_namespace = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "other"): True})
         unseen = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "faq"): False}, "2026-01-01")
-    assert keyed_with_language == [cache_key(canonical_request(reset))]
-    assert sorted(keyed_without) == sorted(cache_key(canonical_request(x)) for x in (hours, gifts))
-    assert other_namespace == [] and unseen == []  # written by 2026-01-01: not seen by it
+    assert keyed_with_language == [(cache_key(canonical_request(reset)), "acme", "faq", True)]
+    assert sorted(keyed_without) == sorted(
+        (cache_key(canonical_request(x)), "acme", "faq", True) for x in (hours, gifts)
+    )
+    assert other_namespace == []
+    # Written by 2026-01-01: found, but not seen by it (not its to index).
+    assert {visible for *_, visible in unseen} == {False} and len(unseen) == 2
+
+
+def test_only_namespaces_where_the_other_kind_of_scope_may_be_present_are_read(tmp_path, now):
+    """Nothing recorded (vectors stored before the language could enter a scope): read. The
+    keyed kind alone: not read. The other kind, written by this partition or an earlier one:
+    read; by a later one: left alone, so a recompute does not undo a newer partition."""
+    keyed = [("e5", "acme", "faq", True)]
+    with open_store(tmp_path / "cache.duckdb") as con:
+        assert namespaces_to_check(con, keyed, "2026-01-02") == [("e5", "acme", "faq")]
+        note_vector_kinds(con, keyed, "2026-01-02", now)
+        assert namespaces_to_check(con, keyed, "2026-01-02") == []
+        note_vector_kinds(con, [("e5", "acme", "faq", False)], "2026-01-03", now)
+        assert namespaces_to_check(con, keyed, "2026-01-02") == []  # a later partition keyed it so
+        assert namespaces_to_check(con, keyed, "2026-01-04") == [("e5", "acme", "faq")]
+        note_vector_kinds(con, [("e5", "acme", "faq", False)], "2026-01-01", now)  # keeps the latest
+        latest = con.execute("SELECT latest_partition FROM vector_scope_kinds WHERE NOT language_in_scope")
+        assert latest.fetchall() == [("2026-01-03",)]
+        forget_vector_kind(con, "e5", "acme", "faq", False)
+        assert namespaces_to_check(con, keyed, "2026-01-04") == []
 
 
 def test_entries_of_a_model_version_no_request_asks_for_are_left_alone(tmp_path, now):
