@@ -152,7 +152,10 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
         with open_store(infercache.locations.duckdb_path) as con:
             forget_exact_only(con, group["key"].to_list(), name)
             if len(settings.embedding_model(name).languages) > 1:
-                note_vector_kinds(con, [kind for kind in written_kinds if kind[0] == name], partition, now)
+                # Only where this write-back indexed something.
+                wrote = set(group.select("tenant", "namespace").unique().iter_rows())
+                kinds = [kind for kind in written_kinds if kind[0] == name and (kind[1], kind[2]) in wrote]
+                note_vector_kinds(con, kinds, partition, now)
             dead = keys_without_live_entry(con, index.keys(), now)
         index.delete_keys(dead)
         removed += len(dead)

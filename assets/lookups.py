@@ -24,7 +24,7 @@ from storage.exact_store import (
 )
 from storage.keying import settings_changed_since_keying
 from storage.keys import text_hash
-from storage.semantic_coverage import as_keyed, semantic_decisions
+from storage.semantic_coverage import as_keyed, coverage_signature, semantic_decisions
 from storage.semantic_index import SemanticIndex
 from storage.semantic_lookup import lookup_semantic
 from storage.vector_backfill import (
@@ -265,14 +265,27 @@ def _index_entries_without_vectors(
             else {}
         )
         indexed = index.keys(with_scopes=bool(checked))
-        stale = keys_scoped_otherwise(con, indexed, embedding_model, checked, partition) if checked else []
+        stale = (
+            keys_scoped_otherwise(con, indexed, embedding_model, checked, now, partition) if checked else []
+        )
         rescope = [key for key, _, _, visible in stale if visible]
         if rescope:
             indexed = indexed.filter(
                 pc.invert(pc.is_in(indexed["key"], value_set=pa.array(rescope, pa.binary())))
             )
+        # Requests keyed before the signature was kept have none: it is computed now.
         coverage = [
-            (tenant, name, model, version, verify, decided_under)
+            (
+                tenant,
+                name,
+                model,
+                version,
+                verify,
+                decided_under
+                or coverage_signature(
+                    as_keyed(settings.namespace(name, tenant), embedding_model, verify), settings
+                ),
+            )
             for _, tenant, name, model, version, verify, decided_under, _ in rows
         ]
         missing, awaiting = entries_missing_vectors(

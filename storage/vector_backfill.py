@@ -178,6 +178,7 @@ def keys_scoped_otherwise(
     indexed: pa.Table,
     embedding_model: str,
     language_in_scope: dict[tuple[str, str], bool],
+    now: datetime,
     before_partition: str | None = None,
 ) -> list[tuple[bytes, str, str, bool]]:
     """Vectors (`indexed`: key, tenant, namespace, semantic_scope) of the (tenant, namespace)
@@ -186,8 +187,9 @@ def keys_scoped_otherwise(
     stored before the language entered the scope, an older partition's write-back run
     again): their requests search other scopes, so they are never found. Told apart without
     reading the texts again: a vector stored without the language has the scope its
-    canonical request gives without one. Each as (key, tenant, namespace, whether
-    `before_partition` sees its entry); the backfill indexes those again."""
+    canonical request gives without one. Only live entries (an expired one's vector goes at
+    the next write-back). Each as (key, tenant, namespace, whether `before_partition` sees
+    its entry); the backfill indexes those again."""
     wanted = indexed.filter(
         pc.is_in(
             pc.binary_join_element_wise(indexed["tenant"], indexed["namespace"], "\x00"),
@@ -204,8 +206,9 @@ def keys_scoped_otherwise(
                    e.source_partition IS NULL OR $before_partition IS NULL
                    OR e.source_partition < $before_partition AS visible
             FROM scoped_vectors v JOIN cache_entries e USING (key)
+            WHERE e.expires_at > $now
             """,
-            {"before_partition": before_partition},
+            {"before_partition": before_partition, "now": now},
         ).fetchall()
     finally:
         con.unregister("scoped_vectors")

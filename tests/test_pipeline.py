@@ -542,6 +542,19 @@ def test_a_text_the_model_cannot_read_is_recorded_exact_only_when_written(tmp_pa
     ]
     lookups = _metadata(_materialize(resource, DAY2, dg.DagsterInstance.ephemeral()), "semantic_lookups")
     assert (lookups["vectors_backfilled"], lookups["entries_kept_exact_only"]) == (0, 0)
+    # Requests keyed before the signature was kept with them: it is computed at the look-up.
+    from assets.lookups import semantic_lookups
+
+    con = duckdb.connect(str(tmp_path / "cache.duckdb"))
+    con.execute("UPDATE model_requests SET semantic_decided_under = NULL")
+    con.close()
+    again = dg.materialize(
+        [semantic_lookups],
+        partition_key=DAY2,
+        instance=dg.DagsterInstance.ephemeral(),
+        resources={"infercache": resource},
+    )
+    assert _metadata(again, "semantic_lookups")["entries_kept_exact_only"] == 0
 
 
 def test_a_multilingual_namespace_keeps_its_answers_found_across_settings_changes(tmp_path):

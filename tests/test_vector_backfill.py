@@ -133,25 +133,26 @@ def test_vectors_stored_under_the_other_kind_of_scope_are_told_apart_without_the
     other way round."""
     with open_store(tmp_path / "cache.duckdb") as con:
         identities = _store(con, now)
-        reset, hours, _, gifts = identities
+        reset, hours, expired, gifts = identities
         indexed = pa.table(
             {
                 "key": pa.array(
-                    [cache_key(canonical_request(x)) for x in (reset, hours, gifts)], pa.binary()
+                    [cache_key(canonical_request(x)) for x in (reset, hours, gifts, expired)], pa.binary()
                 ),
-                "tenant": ["acme"] * 3,
-                "namespace": ["faq"] * 3,
+                "tenant": ["acme"] * 4,
+                "namespace": ["faq"] * 4,
                 "semantic_scope": [
                     semantic_scope(reset, EMBEDDER),  # no language
                     semantic_scope(hours, EMBEDDER, "en"),
                     semantic_scope(gifts, EMBEDDER, "en"),
+                    semantic_scope(expired, EMBEDDER),  # its entry expired: its vector goes anyway
                 ],
             }
         )
-        keyed_with_language = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "faq"): True})
-        keyed_without = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "faq"): False})
-        other_namespace = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "other"): True})
-        unseen = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "faq"): False}, "2026-01-01")
+        keyed_with_language = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "faq"): True}, now)
+        keyed_without = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "faq"): False}, now)
+        other_namespace = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "other"): True}, now)
+        unseen = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "faq"): False}, now, "2026-01-01")
     assert keyed_with_language == [(cache_key(canonical_request(reset)), "acme", "faq", True)]
     assert sorted(keyed_without) == sorted(
         (cache_key(canonical_request(x)), "acme", "faq", True) for x in (hours, gifts)
