@@ -15,7 +15,6 @@ from storage.eviction import enforce_capacity
 from storage.exact_store import open_store, replace_partition, sweep_expired
 from storage.lookalikes import fold_lookalike_misses
 from storage.pair_scores import forget_unused
-from storage.semantic_coverage import SEMANTIC_OFF
 from storage.vector_backfill import (
     forget_exact_only,
     forget_exact_only_without_entry,
@@ -111,7 +110,7 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
         )
         entries = new_entries(con, partition, now, ttl)
         written = commit_entries(con, entries, partition)
-        exact_only = new_exact_only_entries(con, partition, SEMANTIC_OFF)
+        exact_only = new_exact_only_entries(con, partition)
         for (embedding_model,), group in exact_only.group_by(["embedding_model"], maintain_order=True):
             record_exact_only(con, group, embedding_model, now)
         evicted: list[bytes] = []

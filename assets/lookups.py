@@ -180,10 +180,11 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
         candidates = current_embeddings(candidates, partition, infercache.embedding_fingerprint).drop(
             "text_hash", "model_fingerprint"
         )
-        settings_changed = settings_changed_since_keying(con, partition, infercache.settings())
+        settings = infercache.settings()
+        settings_changed = settings_changed_since_keying(con, partition, settings)
         for changed in settings_changed:
             context.log.warning(changed)
-        backfilled = _index_entries_without_vectors(infercache, con, partition, now)
+        backfilled = _index_entries_without_vectors(infercache, settings, con, partition, now)
         if backfilled["entries_awaiting_vectors"]:
             context.log.info(
                 f"{backfilled['entries_awaiting_vectors']} stored entries still have no vector: at most "
@@ -233,7 +234,11 @@ GROUP BY ALL ORDER BY ALL
 
 
 def _index_entries_without_vectors(
-    infercache: InferCacheResource, con: duckdb.DuckDBPyConnection, partition: str, now: datetime
+    infercache: InferCacheResource,
+    settings: Settings,
+    con: duckdb.DuckDBPyConnection,
+    partition: str,
+    now: datetime,
 ) -> dict:
     """Index the stored entries of the partition's namespaces that reuse semantically but
     have no vector their requests can find (storage/vector_backfill.py), under the settings
@@ -248,7 +253,6 @@ def _index_entries_without_vectors(
         "entries_awaiting_vectors": 0,
     }
     keyed = con.sql(_KEYED_REUSE_QUERY, params=[partition]).fetchall()
-    settings = infercache.settings()
     for embedding_model in dict.fromkeys(row[0] for row in keyed):
         rows = [row for row in keyed if row[0] == embedding_model]
         scoped = {(tenant, namespace): language for _, tenant, namespace, _, _, _, _, language in rows}
@@ -301,17 +305,15 @@ def _index_entries_without_vectors(
         added, exact_only = _embed_and_index(infercache, index, embedding_model, missing, scoped, settings)
         kept = record_exact_only(con, exact_only, embedding_model, now)
         # A vector under the other kind of scope whose text now gets exact matching only.
+        taken = set(missing["key"].to_list())
         unreadable = set(exact_only["key"].to_list())
         index.delete_keys([key for key in rescope if key in unreadable])
-        forget_exact_only(
-            con, [key for key in missing["key"].to_list() if key not in unreadable], embedding_model
-        )
-        rescoped = len(set(rescope) & (set(missing["key"].to_list()) - unreadable))
+        forget_exact_only(con, list(taken - unreadable), embedding_model)
+        rescoped = len(set(rescope) & (taken - unreadable))
         if multilingual:
             note_vector_kinds(con, kinds, partition, now)
             # Where every vector of the other kind was indexed again, the check stops.
-            fixed = set(missing["key"].to_list())
-            left = {(t, ns) for key, t, ns, _ in stale if key not in fixed}
+            left = {(t, ns) for key, t, ns, _ in stale if key not in taken}
             for tenant, namespace in checked.keys() - left:
                 forget_vector_kind(con, embedding_model, tenant, namespace, not checked[(tenant, namespace)])
         counts["vectors_backfilled"] += added

@@ -21,7 +21,6 @@ from datetime import datetime
 import duckdb
 import polars as pl
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from storage.keys import semantic_scope_of_stored
 
@@ -190,28 +189,29 @@ def keys_scoped_otherwise(
     canonical request gives without one. Only live entries (an expired one's vector goes at
     the next write-back). Each as (key, tenant, namespace, whether `before_partition` sees
     its entry); the backfill indexes those again."""
-    wanted = indexed.filter(
-        pc.is_in(
-            pc.binary_join_element_wise(indexed["tenant"], indexed["namespace"], "\x00"),
-            value_set=pa.array([f"{tenant}\x00{namespace}" for tenant, namespace in language_in_scope]),
-        )
-    )
-    if not wanted.num_rows:
+    if not indexed.num_rows or not language_in_scope:
         return []
-    con.register("scoped_vectors", wanted.select(["key", "semantic_scope"]))
+    checked = pl.DataFrame(
+        list(language_in_scope), schema={"tenant": pl.String, "namespace": pl.String}, orient="row"
+    )
+    con.register("scoped_vectors", indexed.select(["key", "tenant", "namespace", "semantic_scope"]))
+    con.register("checked_namespaces", checked.to_arrow())
     try:
         rows = con.execute(
             """
             SELECT v.key, v.semantic_scope, e.canonical_request, e.tenant, e.namespace,
                    e.source_partition IS NULL OR $before_partition IS NULL
                    OR e.source_partition < $before_partition AS visible
-            FROM scoped_vectors v JOIN cache_entries e USING (key)
+            FROM scoped_vectors v
+            SEMI JOIN checked_namespaces c USING (tenant, namespace)
+            JOIN cache_entries e USING (key)
             WHERE e.expires_at > $now
             """,
             {"before_partition": before_partition, "now": now},
         ).fetchall()
     finally:
         con.unregister("scoped_vectors")
+        con.unregister("checked_namespaces")
     return [
         (key, tenant, namespace, visible)
         for key, scope, canonical, tenant, namespace, visible in rows

@@ -13,6 +13,7 @@ import polars as pl
 import pyarrow as pa
 
 from storage.exact_store import write_entries
+from storage.semantic_coverage import SEMANTIC_OFF
 
 _NEW_ENTRIES_QUERY = """
 SELECT k.key, k.tenant, k.namespace, k.model, k.model_version, k.canonical_request,
@@ -34,14 +35,13 @@ ORDER BY k.key
 """
 
 
-def new_exact_only_entries(con: duckdb.DuckDBPyConnection, partition: str, semantic_off: str) -> pl.DataFrame:
+def new_exact_only_entries(con: duckdb.DuckDBPyConnection, partition: str) -> pl.DataFrame:
     """The partition's new entries whose text its namespace's embedding model (or verifier)
     cannot read, with the keyed reason and what decided it (key, embedding_model, verify,
-    reason, decided_under): recorded as
-    exact-only at once, so the next look-up's backfill does not read them again. Entries of
-    namespaces with semantic reuse off (`semantic_off`, the keyed reason) are not: turning it
-    on must index them."""
-    return con.sql(_NEW_EXACT_ONLY_QUERY, params=[partition, semantic_off]).pl()
+    reason, decided_under): recorded as exact-only at once, so the next look-up's backfill
+    does not read them again. Entries of namespaces with semantic reuse off are not:
+    turning it on must index them."""
+    return con.sql(_NEW_EXACT_ONLY_QUERY, params=[partition, SEMANTIC_OFF]).pl()
 
 
 def new_entries(
