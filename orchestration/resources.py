@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import dagster as dg
+import numpy as np
 import polars as pl
 
 from inference.backends import load_backend
@@ -70,6 +71,11 @@ class InferCacheResource(dg.ConfigurableResource):
         dimension = self.embedder(embedding_model).dimension
         fingerprint = self.embedding_fingerprint(embedding_model)
         return EmbeddingCache(self.locations.lance_folder, embedding_model, dimension, fingerprint)
+
+    def embed_through_cache(self, embedding_model: str, texts: list[str]) -> np.ndarray:
+        """The texts' vectors under the embedding model; a text embedded before is read back."""
+        vectors, _ = self.embedding_cache(embedding_model).embed(texts, self.embedder(embedding_model))
+        return vectors
 
     def pair_verifier(self) -> PairVerifier:
         """The pair verifier (its models loaded once per process), keeping its learned
