@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,6 @@ from storage.semantic_coverage import (
     language_scoped,
     replay_decisions,
     semantic_decisions,
-    semantic_skip_reasons,
 )
 
 # A replay goes through the workload block by block once for each of the grid's settings,
@@ -100,6 +100,7 @@ def evaluate(
         # Loaded before the replay, as the models are: their time is not the look-ups'.
         load_detector()
         cut_short(spec, [""])  # the embedding model's tokenizer, which counts lengths
+    decided = _decided_once(namespace, settings)
     vetoes: Counter = Counter()
     cautions: Counter = Counter()
     with tempfile.TemporaryDirectory(prefix="infercache-evaluate-") as scratch:
@@ -116,10 +117,10 @@ def evaluate(
             counted,
             tenant,
             wrong_hits=wrong_hits,
-            skip_reasons=lambda texts: semantic_skip_reasons(texts, [namespace] * len(texts), settings),
+            skip_reasons=lambda texts: [reason for reason, _ in decided(texts)],
             model_fingerprint=spec.fingerprint(),
             scope_languages=(
-                (lambda texts: semantic_decisions(texts, [namespace] * len(texts), settings)[1])
+                (lambda texts: [language for _, language in decided(texts)])
                 if language_scoped(namespace, settings)
                 else None
             ),
@@ -480,6 +481,24 @@ def _workload_points(
         "texts_exact_only": _counted(exact_only),
     }
     return points, counts
+
+
+def _decided_once(
+    namespace: NamespaceSettings, settings: Settings
+) -> Callable[[list[str]], list[tuple[str | None, str | None]]]:
+    """Each text's (reason it gets exact matching only, language its scope holds), from one
+    reading of it: the replay asks for a block's scope languages and then for its unique
+    rows' reasons, and the language detector is most of the cost of either."""
+    decided: dict[str, tuple[str | None, str | None]] = {}
+
+    def decide(texts: list[str]) -> list[tuple[str | None, str | None]]:
+        new = [text for text in dict.fromkeys(texts) if text not in decided]
+        if new:
+            reasons, languages = semantic_decisions(new, [namespace] * len(new), settings)
+            decided.update(zip(new, zip(reasons, languages, strict=True), strict=True))
+        return [decided[text] for text in texts]
+
+    return decide
 
 
 def _same_scope_language(languages: dict[str, str] | None, a: str, b: str) -> bool:

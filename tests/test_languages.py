@@ -325,11 +325,13 @@ CROSS_LANGUAGE_WORKLOAD = [
 
 @pytest.mark.slow
 @pytest.mark.parametrize("block_size", [1, 256])
-def test_evaluate_and_calibrate_keep_each_language_to_its_scope(tmp_path, block_size):
+def test_evaluate_and_calibrate_keep_each_language_to_its_scope(tmp_path, block_size, monkeypatch):
     """On multilingual-e5-small without verification (cosine 0.85), both English requests are
     answered by the French wording (cosine 0.90) when the namespace reuses across languages;
     kept to its language, each paraphrase is answered in its own. `calibrate`'s in-memory
-    replay, one row at a time or in one block, counts as `evaluate` does."""
+    replay, one row at a time or in one block, counts as `evaluate` does. `evaluate` reads
+    each text's language once, though it asks for scopes and for skip reasons."""
+    import storage.semantic_coverage
     from inference.embedder import load_embedder
     from orchestration.evaluation import evaluate
     from storage.calibration import replay_points
@@ -350,8 +352,17 @@ def test_evaluate_and_calibrate_keep_each_language_to_its_scope(tmp_path, block_
 
     across = evaluate(settings, workload, namespace(cross_language=True), None)
     assert across["wrong_hits"] == 2 and across["settings"]["language_in_scope"] is False
+    read: list[str] = []
+    detect = storage.semantic_coverage.detect_languages
+
+    def counted_detection(texts):
+        read.extend(texts)
+        return detect(texts)
+
+    monkeypatch.setattr(storage.semantic_coverage, "detect_languages", counted_detection)
     apart = evaluate(settings, workload, namespace(), None)
     assert apart["settings"]["language_in_scope"] is True
+    assert sorted(read) == sorted(row["text"] for row in CROSS_LANGUAGE_WORKLOAD)
     assert (apart["semantic_hits"], apart["right_semantic_hits"], apart["wrong_hits"]) == (2, 2, 0)
 
     texts = [row["text"] for row in CROSS_LANGUAGE_WORKLOAD]
