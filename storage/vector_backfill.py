@@ -17,6 +17,7 @@ decides it afresh.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import NamedTuple
 
 import duckdb
 import polars as pl
@@ -172,6 +173,17 @@ def forget_exact_only_without_entry(con: duckdb.DuckDBPyConnection, now: datetim
     return len(rows)
 
 
+class StaleVector(NamedTuple):
+    """A vector stored under the other kind of scope than its namespace's requests search."""
+
+    key: bytes
+    tenant: str
+    namespace: str
+    model: str
+    model_version: str
+    visible: bool  # whether the partition checking sees its entry (written before it, or warmed)
+
+
 def keys_scoped_otherwise(
     con: duckdb.DuckDBPyConnection,
     indexed: pa.Table,
@@ -179,7 +191,7 @@ def keys_scoped_otherwise(
     language_in_scope: dict[tuple[str, str], bool],
     now: datetime,
     before_partition: str | None = None,
-) -> list[tuple[bytes, str, str, bool]]:
+) -> list[StaleVector]:
     """Vectors (`indexed`: key, tenant, namespace, semantic_scope) of the (tenant, namespace)
     given that were stored with the text's language in their scope where the namespace now
     keeps none, or the other way round (semantic.cross_language turned on or off, vectors
@@ -187,8 +199,7 @@ def keys_scoped_otherwise(
     again): their requests search other scopes, so they are never found. Told apart without
     reading the texts again: a vector stored without the language has the scope its
     canonical request gives without one. Only live entries (an expired one's vector goes at
-    the next write-back). Each as (key, tenant, namespace, whether `before_partition` sees
-    its entry); the backfill indexes those again."""
+    the next write-back). The backfill indexes those again."""
     if not indexed.num_rows or not language_in_scope:
         return []
     checked = pl.DataFrame(
@@ -200,7 +211,7 @@ def keys_scoped_otherwise(
         rows = con.execute(
             """
             SELECT v.key, v.semantic_scope, e.canonical_request, e.tenant, e.namespace,
-                   e.source_partition IS NULL OR $before_partition IS NULL
+                   e.model, e.model_version, e.source_partition IS NULL OR $before_partition IS NULL
                    OR e.source_partition < $before_partition AS visible
             FROM scoped_vectors v
             SEMI JOIN checked_namespaces c USING (tenant, namespace)
@@ -213,8 +224,8 @@ def keys_scoped_otherwise(
         con.unregister("scoped_vectors")
         con.unregister("checked_namespaces")
     return [
-        (key, tenant, namespace, visible)
-        for key, scope, canonical, tenant, namespace, visible in rows
+        StaleVector(key, tenant, namespace, model, version, visible)
+        for key, scope, canonical, tenant, namespace, model, version, visible in rows
         if (scope == semantic_scope_of_stored(canonical, embedding_model))
         == language_in_scope[(tenant, namespace)]
     ]

@@ -54,6 +54,7 @@ class BackfillCounts:
 
     vectors_backfilled: int = 0
     vectors_rescoped: int = 0
+    vectors_dropped: int = 0
     entries_kept_exact_only: int = 0
     entries_awaiting_vectors: int = 0
 
@@ -108,7 +109,18 @@ def _backfill_model(
     )
     indexed = index.keys(with_scopes=bool(checked))
     stale = keys_scoped_otherwise(con, indexed, embedding_model, checked, now, partition) if checked else []
-    rescope = [key for key, _, _, visible in stale if visible]
+    rescope = [vector.key for vector in stale if vector.visible]
+    # Of those, vectors of entries of a model version no request of the partition asks for
+    # (an upgrade came between): indexing them again would spend the limit on scopes nobody
+    # searches. They are dropped instead; such an entry then has no vector, and a partition
+    # that requests its version indexes it like any other entry without one.
+    requested = {(tenant, name, model, version) for _, tenant, name, model, version, *_ in rows}
+    unrequested = {
+        vector.key
+        for vector in stale
+        if vector.visible
+        and (vector.tenant, vector.namespace, vector.model, vector.model_version) not in requested
+    }
     if rescope:
         indexed = indexed.filter(
             pc.invert(pc.is_in(indexed["key"], value_set=pa.array(rescope, pa.binary())))
@@ -137,16 +149,17 @@ def _backfill_model(
     # A vector under the other kind of scope whose text now gets exact matching only.
     taken = set(missing["key"].to_list())
     unreadable = set(exact_only["key"].to_list())
-    index.delete_keys([key for key in rescope if key in unreadable])
+    index.delete_keys([key for key in rescope if key in unreadable or key in unrequested])
     forget_exact_only(con, list(taken - unreadable), embedding_model)
     if multilingual:
         note_vector_kinds(con, kinds, partition, now)
         # Where every vector of the other kind was indexed again, the check stops.
-        left = {(t, ns) for key, t, ns, _ in stale if key not in taken}
+        left = {(v.tenant, v.namespace) for v in stale if v.key not in taken and v.key not in unrequested}
         for tenant, namespace in checked.keys() - left:
             forget_vector_kind(con, embedding_model, tenant, namespace, not checked[(tenant, namespace)])
     counts.vectors_backfilled += added
     counts.vectors_rescoped += len(set(rescope) & (taken - unreadable))
+    counts.vectors_dropped += len(unrequested)
     counts.entries_kept_exact_only += kept
     counts.entries_awaiting_vectors += awaiting - added - kept
 

@@ -623,3 +623,52 @@ def test_a_recompute_of_an_older_partition_leaves_a_newer_partitions_scopes_alon
     fourth = _materialize(resource, DAY4, instance)
     assert _report(fourth)["semantic_hits"] == 1
     assert _metadata(fourth, "semantic_lookups")["vectors_rescoped"] == 0
+
+
+def test_a_stale_vector_of_a_version_no_longer_requested_is_dropped_and_indexed_on_its_return(tmp_path):
+    """Day 1 wrote under tiny-llm version 1 with cross-language reuse; day 2 requests version
+    2 only, keyed without it: day 1's vector, under the old kind of scope, is dropped rather
+    than indexed again for a version no request asks for, and the check stops. When
+    version 1 comes back (day 3), its entry is indexed like any entry without a vector and
+    serves the paraphrase."""
+    import shutil
+
+    from storage.config import DEFAULT_CONFIG_DIR, write_namespace_override
+
+    DAY3 = "2026-02-03"
+    semantic = {"embedding_model": "multilingual-e5-small", "verify": False, "threshold": 0.85}
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {**semantic, "cross_language": True}})
+    _land(tmp_path, DAY1, [_faq("d1-1", "How do I reset my password?")])
+    for day in (DAY2, DAY3):
+        _land(tmp_path, day, [_faq(f"{day}-1", "How can I reset my password?")])
+    upgraded = tmp_path / "upgraded-config"
+    shutil.copytree(DEFAULT_CONFIG_DIR, upgraded)
+    models = upgraded / "models.yaml"
+    models.write_text(
+        models.read_text().replace('name: tiny-llm\n    version: "1"', 'name: tiny-llm\n    version: "2"')
+    )
+    instance = dg.DagsterInstance.ephemeral()
+    _materialize(InferCacheResource(home=str(tmp_path)), DAY1, instance)
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {"cross_language": False}})
+
+    second = _materialize(InferCacheResource(home=str(tmp_path), config_dir=str(upgraded)), DAY2, instance)
+    lookups = _metadata(second, "semantic_lookups")
+    assert (lookups["vectors_dropped"], lookups["vectors_rescoped"], lookups["vectors_backfilled"]) == (
+        1,
+        0,
+        0,
+    )
+    assert _report(second)["semantic_hits"] == 0  # another version's answer is never served
+    kinds = _query(tmp_path, "SELECT DISTINCT language_in_scope FROM vector_scope_kinds")
+    assert kinds["language_in_scope"].to_list() == [True]  # nothing of the other kind is left
+
+    third = _materialize(InferCacheResource(home=str(tmp_path)), DAY3, instance)
+    lookups = _metadata(third, "semantic_lookups")
+    assert (lookups["vectors_dropped"], lookups["vectors_backfilled"]) == (0, 1)
+    served = _query(
+        tmp_path,
+        "SELECT o.path, e.input_text FROM request_outcomes o JOIN cache_entries e ON e.key = o.served_key"
+        " WHERE o.partition = ?",
+        [DAY3],
+    )
+    assert served.rows() == [("semantic", "How do I reset my password?")]

@@ -153,13 +153,15 @@ def test_vectors_stored_under_the_other_kind_of_scope_are_told_apart_without_the
         keyed_without = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "faq"): False}, now)
         other_namespace = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "other"): True}, now)
         unseen = keys_scoped_otherwise(con, indexed, EMBEDDER, {("acme", "faq"): False}, now, "2026-01-01")
-    assert keyed_with_language == [(cache_key(canonical_request(reset)), "acme", "faq", True)]
+    assert keyed_with_language == [
+        (cache_key(canonical_request(reset)), "acme", "faq", "tiny-llm", "1", True)
+    ]
     assert sorted(keyed_without) == sorted(
-        (cache_key(canonical_request(x)), "acme", "faq", True) for x in (hours, gifts)
+        (cache_key(canonical_request(x)), "acme", "faq", "tiny-llm", "1", True) for x in (hours, gifts)
     )
     assert other_namespace == []
     # Written by 2026-01-01: found, but not seen by it (not its to index).
-    assert {visible for *_, visible in unseen} == {False} and len(unseen) == 2
+    assert {vector.visible for vector in unseen} == {False} and len(unseen) == 2
 
 
 def test_only_namespaces_where_the_other_kind_of_scope_may_be_present_are_read(tmp_path, now):
