@@ -199,7 +199,8 @@ def keys_scoped_otherwise(
     again): their requests search other scopes, so they are never found. Told apart without
     reading the texts again: a vector stored without the language has the scope its
     canonical request gives without one. Only live entries (an expired one's vector goes at
-    the next write-back). The backfill indexes those again."""
+    the next write-back). The backfill indexes those again, or drops those of a superseded
+    model version (storage/vector_backfill_run.py)."""
     if not indexed.num_rows or not language_in_scope:
         return []
     checked = pl.DataFrame(

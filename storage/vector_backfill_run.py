@@ -110,16 +110,18 @@ def _backfill_model(
     indexed = index.keys(with_scopes=bool(checked))
     stale = keys_scoped_otherwise(con, indexed, embedding_model, checked, now, partition) if checked else []
     rescope = [vector.key for vector in stale if vector.visible]
-    # Of those, vectors of entries of a model version no request of the partition asks for
-    # (an upgrade came between): indexing them again would spend the limit on scopes nobody
-    # searches. They are dropped instead; such an entry then has no vector, and a partition
-    # that requests its version indexes it like any other entry without one.
+    # Of those, vectors of entries of a superseded model version (the registry names another,
+    # or the model no more) that the partition does not request either: indexing them again
+    # would spend the limit on scopes no current request searches. They are dropped instead;
+    # such an entry then has no vector, and a partition that requests its version (a
+    # recompute of an older one, say) indexes it like any other entry without one.
     requested = {(tenant, name, model, version) for _, tenant, name, model, version, *_ in rows}
-    unrequested = {
+    superseded = {
         vector.key
         for vector in stale
         if vector.visible
         and (vector.tenant, vector.namespace, vector.model, vector.model_version) not in requested
+        and vector.model_version != _registered_version(settings, vector.model)
     }
     if rescope:
         indexed = indexed.filter(
@@ -149,17 +151,17 @@ def _backfill_model(
     # A vector under the other kind of scope whose text now gets exact matching only.
     taken = set(missing["key"].to_list())
     unreadable = set(exact_only["key"].to_list())
-    index.delete_keys([key for key in rescope if key in unreadable or key in unrequested])
+    index.delete_keys([key for key in rescope if key in unreadable or key in superseded])
     forget_exact_only(con, list(taken - unreadable), embedding_model)
     if multilingual:
         note_vector_kinds(con, kinds, partition, now)
         # Where every vector of the other kind was indexed again, the check stops.
-        left = {(v.tenant, v.namespace) for v in stale if v.key not in taken and v.key not in unrequested}
+        left = {(v.tenant, v.namespace) for v in stale if v.key not in taken and v.key not in superseded}
         for tenant, namespace in checked.keys() - left:
             forget_vector_kind(con, embedding_model, tenant, namespace, not checked[(tenant, namespace)])
     counts.vectors_backfilled += added
     counts.vectors_rescoped += len(set(rescope) & (taken - unreadable))
-    counts.vectors_dropped += len(unrequested)
+    counts.vectors_dropped += len(superseded)
     counts.entries_kept_exact_only += kept
     counts.entries_awaiting_vectors += awaiting - added - kept
 
@@ -200,3 +202,9 @@ def _embed_and_index(
         ]
     )
     return added, exact_only
+
+
+def _registered_version(settings: Settings, model: str) -> str | None:
+    """The model's version in the registry now; None where it is registered no more."""
+    spec = settings.models.get(model)
+    return None if spec is None else spec.version

@@ -192,3 +192,130 @@ def test_entries_of_a_model_version_no_request_asks_for_are_left_alone(tmp_path,
             con, [("acme", "faq", "tiny-llm", "2", True, "rule A")], _keys(), EMBEDDER, now, limit=10
         )
     assert upgraded.height == missing == 0
+
+
+# One run of the backfill, driven directly (storage/vector_backfill_run.py): requests keyed
+# by the real keying path, entries and vectors in a real DuckDB file and LanceDB folder,
+# texts embedded by the real multilingual-e5-small.
+E5 = "multilingual-e5-small"
+P1, P2 = "2026-02-01", "2026-02-02"
+
+
+class _Store:
+    def __init__(self, home, now):
+        from storage.config import load_settings, write_namespace_override
+        from storage.semantic_index import SemanticIndex
+
+        write_namespace_override(home, "faq", {"semantic": {"embedding_model": E5, "verify": False}})
+        self.home, self.now = home, now
+        self.settings = load_settings(home=home)
+        self.index = SemanticIndex(home / "lance", E5, 384)
+        self.embedded: list[str] = []
+
+    def embed(self, embedding_model, texts):
+        from inference.embedder import load_embedder
+
+        spec = self.settings.embedding_model(embedding_model)
+        self.embedded += texts
+        return load_embedder(spec.engine, spec.model_folder, spec.dtype)(texts)
+
+    def written(self, identities, partition):
+        """Entries a partition wrote, their vectors stored without the language (cross-language
+        reuse was on then)."""
+        from storage.vector_backfill import note_vector_kinds
+
+        with open_store(self.home / "cache.duckdb") as con:
+            write_entries(
+                con, entry_rows(identities, ["{}"] * len(identities), self.now, partition=partition), None
+            )
+            note_vector_kinds(con, [(E5, "acme", "faq", False)], partition, self.now)
+        rows = pl.DataFrame(
+            {
+                "key": [cache_key(canonical_request(x)) for x in identities],
+                "semantic_scope": [semantic_scope(x, E5) for x in identities],
+                "tenant": [x.tenant for x in identities],
+                "namespace": [x.namespace for x in identities],
+                "model": [x.model for x in identities],
+                "model_version": [x.model_version for x in identities],
+                "source_partition": [partition] * len(identities),
+            },
+            schema_overrides={"key": pl.Binary},
+        )
+        self.index.add_stored(rows, self.embed(E5, [x.input for x in identities]))
+
+    def keyed(self, partition, requests):
+        """A partition's requests keyed now (the language in their scopes), as model_requests holds them."""
+        from storage.exact_store import replace_partition
+        from storage.keying import key_requests
+        from storage.landing import ACCEPTED_SCHEMA
+
+        rows = [
+            (f"{partition}-{i}", "acme", "faq", model, "{}", "", text, None)
+            for i, (model, text) in enumerate(requests)
+        ]
+        accepted = pl.DataFrame(rows, schema=ACCEPTED_SCHEMA, orient="row")
+        keyed = key_requests(accepted, self.settings)
+        with open_store(self.home / "cache.duckdb") as con:
+            replace_partition(
+                con, "model_requests", partition, keyed.with_columns(partition=pl.lit(partition))
+            )
+
+    def run(self, partition, limit=50_000):
+        from storage.vector_backfill_run import index_entries_without_vectors
+
+        with open_store(self.home / "cache.duckdb") as con:
+            return index_entries_without_vectors(
+                con,
+                self.settings,
+                partition,
+                self.now,
+                index_of=lambda _: self.index,
+                embed=self.embed,
+                limit=limit,
+            )
+
+    def kinds(self):
+        with open_store(self.home / "cache.duckdb") as con:
+            return con.sql("SELECT language_in_scope FROM vector_scope_kinds ORDER BY ALL").fetchall()
+
+    def indexed(self):
+        return sorted(self.index.keys()["key"].to_pylist())
+
+
+def test_a_stale_vector_is_dropped_only_where_its_model_version_is_superseded(tmp_path, now):
+    """Vectors stored without the language, the namespace now keeping it: the partition's
+    own model version is indexed again; a current version with no request that day is
+    kept (the check goes on); a superseded version no request asks for is dropped."""
+    store = _Store(tmp_path, now)
+    current = identity("How do I reset my password?", namespace="faq")
+    absent_today = identity(
+        "I was charged twice", namespace="faq", model="intent-classifier", model_version="2026.01"
+    )
+    superseded = identity("What are your opening hours?", namespace="faq", model_version="0")
+    store.written([current, absent_today, superseded], P1)
+    store.keyed(P2, [("tiny-llm", "How can I reset my password?")])
+    counts = store.run(P2)
+    assert (counts.vectors_rescoped, counts.vectors_dropped) == (1, 1)
+    assert store.indexed() == sorted(cache_key(canonical_request(x)) for x in (current, absent_today))
+    # intent-classifier's vector is still of the other kind: the next partition checks again.
+    assert store.kinds() == [(False,), (True,)]
+
+
+def test_once_no_stale_vector_is_left_the_check_stops(tmp_path, now):
+    """A superseded version's vector is dropped and the current one's indexed again within
+    the limit: the other kind is forgotten only when the last is done, and a re-run reads
+    nothing again."""
+    store = _Store(tmp_path, now)
+    current = [identity(t, namespace="faq") for t in ("How do I reset my password?", "Opening hours?")]
+    store.written(
+        [*current, identity("What are your opening hours?", namespace="faq", model_version="0")], P1
+    )
+    store.keyed(P2, [("tiny-llm", "How can I reset my password?")])
+    first = store.run(P2, limit=1)
+    assert (first.vectors_rescoped, first.vectors_dropped, first.entries_awaiting_vectors) == (1, 1, 1)
+    assert store.kinds() == [(False,), (True,)]
+    second = store.run(P2, limit=1)
+    assert (second.vectors_rescoped, second.vectors_dropped, second.entries_awaiting_vectors) == (1, 0, 0)
+    assert store.kinds() == [(True,)]
+    store.embedded.clear()
+    assert store.run(P2).vectors_rescoped == 0 and store.embedded == []
