@@ -60,11 +60,36 @@ def semantic_scope(identity: RequestIdentity, embedding_model: str, language: st
     return _scope_hash(_context(identity), embedding_model, language)
 
 
-def semantic_scope_of_stored(canonical: str, embedding_model: str, language: str | None = None) -> str:
-    """The semantic scope of a stored entry, from its canonical request (as semantic_scope
-    gives it for the request that wrote it): an entry written without a vector, or under
-    another embedding model, can be indexed afterwards under the scope its requests search."""
-    return _scope_hash(json.loads(canonical)[:-1], embedding_model, language)
+def semantic_scopes_of_stored(
+    canonicals: list[str], embedding_model: str, languages: list[str | None] | None = None
+) -> list[str]:
+    """The semantic scopes of stored entries, from their canonical requests (as
+    semantic_scope gives them for the requests that wrote them, with each entry's
+    language where given): an entry written without a vector, or under another embedding
+    model, can be indexed afterwards under the scope its requests search. The context
+    (everything but the input) is hashed once per distinct context and language, not
+    parsed again for every entry: the vector checks read a namespace's entries by the
+    million."""
+    languages = [None] * len(canonicals) if languages is None else languages
+    scopes: dict[tuple[str, str | None], str] = {}
+    found = []
+    for canonical, language in zip(canonicals, languages, strict=True):
+        context = _context_json(canonical)
+        scope = scopes.get((context, language))
+        if scope is None:
+            scope = scopes[(context, language)] = _scope_hash(
+                json.loads(context + "]"), embedding_model, language
+            )
+        found.append(scope)
+    return found
+
+
+def _context_json(canonical: str) -> str:
+    """The canonical request's JSON up to its last item (the input, always a string), without
+    the comma before it. That item starts at the last `,"` before the closing `"]`: inside a
+    JSON string every quote is escaped (`\\"`), so a comma right before a bare quote is the
+    separator, except at the string's own closing quote, which the search stops short of."""
+    return canonical[: canonical.rfind(',"', 0, len(canonical) - 2)]
 
 
 def _scope_hash(context: list[Any], embedding_model: str, language: str | None) -> str:

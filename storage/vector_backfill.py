@@ -23,7 +23,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from storage.keys import semantic_scope_of_stored
+from storage.keys import semantic_scopes_of_stored
 
 _MISSING = """
 SELECT e.*, w.verify, w.decided_under
@@ -110,10 +110,7 @@ def with_scopes(rows: pl.DataFrame, embedding_model: str, languages: list[str | 
     """`rows` (with canonical_request) with the semantic scope their requests search under
     the embedding model, each text's language in it where the namespace keeps one
     (storage.semantic_coverage.semantic_decisions)."""
-    scopes = [
-        semantic_scope_of_stored(canonical, embedding_model, language)
-        for canonical, language in zip(rows["canonical_request"], languages, strict=True)
-    ]
+    scopes = semantic_scopes_of_stored(rows["canonical_request"].to_list(), embedding_model, languages)
     return rows.with_columns(semantic_scope=pl.Series(scopes, dtype=pl.String))
 
 
@@ -209,7 +206,7 @@ def keys_scoped_otherwise(
     con.register("scoped_vectors", indexed.select(["key", "tenant", "namespace", "semantic_scope"]))
     con.register("checked_namespaces", checked.to_arrow())
     try:
-        rows = con.execute(
+        rows = con.sql(
             """
             SELECT v.key, v.semantic_scope, e.canonical_request, e.tenant, e.namespace,
                    e.model, e.model_version, e.source_partition IS NULL OR $before_partition IS NULL
@@ -219,16 +216,27 @@ def keys_scoped_otherwise(
             JOIN cache_entries e USING (key)
             WHERE e.expires_at > $now
             """,
-            {"before_partition": before_partition, "now": now},
-        ).fetchall()
+            params={"before_partition": before_partition, "now": now},
+        ).pl()
     finally:
         con.unregister("scoped_vectors")
         con.unregister("checked_namespaces")
+    stored_without_language = [
+        scope == without
+        for scope, without in zip(
+            rows["semantic_scope"],
+            semantic_scopes_of_stored(rows["canonical_request"].to_list(), embedding_model),
+            strict=True,
+        )
+    ]
     return [
         StaleVector(key, tenant, namespace, model, version, visible)
-        for key, scope, canonical, tenant, namespace, model, version, visible in rows
-        if (scope == semantic_scope_of_stored(canonical, embedding_model))
-        == language_in_scope[(tenant, namespace)]
+        for (key, tenant, namespace, model, version, visible), without in zip(
+            rows.select("key", "tenant", "namespace", "model", "model_version", "visible").iter_rows(),
+            stored_without_language,
+            strict=True,
+        )
+        if without == language_in_scope[(tenant, namespace)]
     ]
 
 

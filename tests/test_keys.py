@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import pytest
@@ -92,19 +93,36 @@ def test_semantic_scope_ignores_only_the_input():
     assert semantic_scope(other_tenant, "m") != semantic_scope(BASE, "m")
 
 
-def test_a_stored_entry_gives_the_scope_of_the_request_that_wrote_it():
-    """An entry indexed after it was written is searched under its requests' scope."""
-    from storage.keys import semantic_scope_of_stored
+TRICKY_INPUTS = [
+    "What is the refund policy?",
+    "",
+    "ends with a comma,",
+    'a comma before a quote: ,"',
+    'ends with a quote"',
+    "a backslash at the end \\",
+    'a backslash before a quote \\"',
+    '","],["',
+    "中文, \u2028 and a tab\t",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY_INPUTS)
+def test_a_stored_entry_gives_the_scope_of_the_request_that_wrote_it(text):
+    """An entry indexed after it was written is searched under its requests' scope, whatever
+    its input holds (the context is read from the canonical JSON up to the input)."""
+    from storage.keys import semantic_scopes_of_stored
 
     asked = RequestIdentity(
         tenant="acme",
         namespace="faq",
         model="m",
         model_version="2",
-        params={"temperature": 0.0, "stop": ["\n"], "nested": {"b": 1, "a": 2.5}},
-        prefix="Cafe\u0301: ",
-        input="What is the refund policy?",
+        params={"temperature": 0.0, "stop": ["\n", '",'], "nested": {"b": 1, "a": 2.5}},
+        prefix='Cafe\u0301: ,"',
+        input=text,
     )
-    stored = canonical_request(asked)
-    assert semantic_scope_of_stored(stored, "all-MiniLM-L6-v2") == semantic_scope(asked, "all-MiniLM-L6-v2")
-    assert semantic_scope_of_stored(stored, "e5") == semantic_scope(asked, "e5")
+    other = dataclasses.replace(asked, tenant="globex")
+    stored = [canonical_request(asked), canonical_request(other), canonical_request(asked)]
+    for model, language in (("all-MiniLM-L6-v2", None), ("e5", None), ("e5", "fr")):
+        expected = [semantic_scope(x, model, language) for x in (asked, other, asked)]
+        assert semantic_scopes_of_stored(stored, model, [language] * 3) == expected
