@@ -42,8 +42,17 @@ def unread_pairs(verify: Verify | None, pairs: list[tuple[str, str]], among=None
     return np.zeros(len(pairs), dtype=bool) if unread is None else unread(pairs, among=among)
 
 
-# Earlier rows considered per row before falling back to an exhaustive check.
+# Earlier rows considered per row, their verifier scores asked for in one batched call.
 CANDIDATES_PER_ROW = 8
+# Where more earlier rows than that pass the threshold (the candidates may all have been
+# answered by others), the leaders among the rest compared with the row, the most similar
+# first: a one-by-one cache would search its few nearest entries too, and comparing with
+# every leader so far made the verifier's work grow with the square of a scope's misses
+# (a scope of templated requests that all differ in a number: 2 million pairs for 2,000).
+FALLBACK_LEADERS = 8
+# Rows whose similarities to the rows before them are computed at once: memory is this many
+# times the rows (about 200 MB for 100,000 rows), where the whole matrix would be rows².
+SIMILARITY_BLOCK_ROWS = 512
 
 
 @dataclass(frozen=True)
@@ -84,60 +93,120 @@ def resolve_lookalikes(
     """
     count = len(texts)
     externals = externals or [[] for _ in range(count)]
-    if fold_within and count:
-        similarities = vectors @ vectors.T
-    else:
-        # No row answers another: an all-minus-one matrix keeps every threshold unmet.
-        similarities = np.full((count, count), -1.0, dtype=np.float32)
-    candidates: list[list[int]] = []
-    exhaustive: list[bool] = []
-    for row in range(count):
-        earlier = similarities[row, :row]
+    resolutions: list[Resolution] = []
+    leaders = np.empty(count, dtype=np.int64)  # rows that made their own call, in order
+    leader_count = 0
+    is_leader = np.zeros(count, dtype=bool)
+    # Without folding no row answers another: no similarities between rows are needed.
+    block_rows = SIMILARITY_BLOCK_ROWS if fold_within else max(count, 1)
+    for start in range(0, count, block_rows):
+        stop = min(start + block_rows, count)
+        # Row i of the block against every row up to the block's end (only earlier ones are read).
+        similarities = vectors[start:stop] @ vectors[:stop].T if fold_within else None
+        candidates, exhaustive = _candidates(similarities, start, stop, thresholds)
+        scores = _verified_scores(texts, start, candidates, externals, thresholds, verify, verify_thresholds)
+        for row in range(start, stop):
+            earlier = None if similarities is None else similarities[row - start, :row]
+            chosen = _choose(
+                row,
+                earlier,
+                candidates[row - start],
+                exhaustive[row - start],
+                leaders[:leader_count],
+                is_leader,
+                externals[row],
+                texts,
+                thresholds[row],
+                verify,
+                verify_thresholds[row],
+                scores,
+                blocked,
+            )
+            seen = [e.similarity for e in externals[row]]
+            if earlier is not None and row:
+                seen.append(float(earlier.max()))
+            best_seen = max(seen, default=None)
+            if chosen is None:
+                leaders[leader_count] = row
+                leader_count += 1
+                is_leader[row] = True
+                resolutions.append(Resolution(best_similarity=best_seen))
+            else:
+                resolutions.append(
+                    Resolution(leader_row=chosen[0], external=chosen[1], best_similarity=best_seen)
+                )
+    return resolutions
+
+
+def _candidates(
+    similarities: np.ndarray | None, start: int, stop: int, thresholds: Sequence[float]
+) -> tuple[list[list[int]], list[bool]]:
+    """For each row of a block: its most similar earlier rows at or above its threshold (at
+    most CANDIDATES_PER_ROW), and whether those are all there are."""
+    if similarities is None:
+        return [[] for _ in range(start, stop)], [True] * (stop - start)
+    candidates, exhaustive = [], []
+    for row in range(start, stop):
+        earlier = similarities[row - start, :row]
         above = np.flatnonzero(earlier >= thresholds[row])
         ranked = above[np.argsort(-earlier[above], kind="stable")]
         candidates.append([int(j) for j in ranked[:CANDIDATES_PER_ROW]])
         exhaustive.append(len(ranked) <= CANDIDATES_PER_ROW)
-    scores = _verified_scores(texts, candidates, externals, thresholds, verify, verify_thresholds)
-    leaders: list[int] = []
-    resolutions: list[Resolution] = []
-    for row in range(count):
-        options: list[tuple[float, int | None, External | None]] = [
-            (float(similarities[row, j]), j, None) for j in candidates[row]
+    return candidates, exhaustive
+
+
+def _choose(
+    row: int,
+    earlier: np.ndarray | None,
+    candidates: list[int],
+    exhaustive: bool,
+    leaders: np.ndarray,
+    is_leader: np.ndarray,
+    externals: Sequence[External],
+    texts: Sequence[str],
+    threshold: float,
+    verify: Verify | None,
+    verify_threshold: float,
+    scores: dict,
+    blocked: frozenset[tuple[int, int]],
+) -> tuple[int | None, External | None] | None:
+    """The leader row or cached entry that answers `row`, or None (it makes its own call)."""
+    options: list[tuple[float, int | None, External | None]] = []
+    if earlier is not None:
+        # Only rows that made their own call (leaders) answer others, where not blocked.
+        options += [
+            (float(earlier[j]), j, None) for j in candidates if is_leader[j] and (row, j) not in blocked
         ]
-        options += [(e.similarity, None, e) for e in externals[row] if e.similarity >= thresholds[row]]
-        if not exhaustive[row]:
-            # Too many look-alikes to pre-check: compare with every leader so far.
-            extra = [
-                j for j in leaders if j not in candidates[row] and similarities[row, j] >= thresholds[row]
-            ]
-            options += [(float(similarities[row, j]), j, None) for j in extra]
-            if verify is not None and extra:
-                fresh = verify(
-                    [(texts[row], texts[j]) for j in extra], at_least=[verify_thresholds[row]] * len(extra)
-                )
-                scores.update({(row, ("row", j)): float(s) for j, s in zip(extra, fresh, strict=True)})
-        chosen, chosen_rank = None, None
-        for similarity, leader, external in options:
-            if leader is not None and (not resolutions[leader].is_leader or (row, leader) in blocked):
-                continue  # only rows that made their own call (leaders) answer others, where not blocked
-            ref = ("row", leader) if leader is not None else ("external", id(external))
-            score = 1.0 if verify is None else scores.get((row, ref), 0.0)
-            # The verifier's confidence ranks the candidates that pass it, then similarity.
-            rank = (score, similarity)
-            if score >= verify_thresholds[row] and (chosen_rank is None or rank > chosen_rank):
-                chosen, chosen_rank = (leader, external), rank
-        seen = [e.similarity for e in externals[row]]
-        if row and fold_within:
-            seen.append(float(similarities[row, :row].max()))
-        best_seen = max(seen, default=None)
-        if chosen is None:
-            leaders.append(row)
-            resolutions.append(Resolution(best_similarity=best_seen))
-        else:
-            resolutions.append(
-                Resolution(leader_row=chosen[0], external=chosen[1], best_similarity=best_seen)
-            )
-    return resolutions
+    options += [(e.similarity, None, e) for e in externals if e.similarity >= threshold]
+    if earlier is not None and not exhaustive:
+        extra = _fallback_leaders(earlier, leaders, candidates, threshold)
+        extra = [j for j in extra if (row, j) not in blocked]
+        options += [(float(earlier[j]), j, None) for j in extra]
+        if verify is not None and extra:
+            fresh = verify([(texts[row], texts[j]) for j in extra], at_least=[verify_threshold] * len(extra))
+            scores.update({(row, ("row", j)): float(s) for j, s in zip(extra, fresh, strict=True)})
+    chosen, chosen_rank = None, None
+    for similarity, leader, external in options:
+        ref = ("row", leader) if leader is not None else ("external", id(external))
+        score = 1.0 if verify is None else scores.get((row, ref), 0.0)
+        # The verifier's confidence ranks the candidates that pass it, then similarity.
+        rank = (score, similarity)
+        if score >= verify_threshold and (chosen_rank is None or rank > chosen_rank):
+            chosen, chosen_rank = (leader, external), rank
+    return chosen
+
+
+def _fallback_leaders(
+    earlier: np.ndarray, leaders: np.ndarray, candidates: list[int], threshold: float
+) -> list[int]:
+    """Of the leaders at or above the row's threshold and not among its candidates already,
+    the FALLBACK_LEADERS most similar."""
+    similar = leaders[earlier[leaders] >= threshold]
+    similar = similar[~np.isin(similar, candidates)]
+    if len(similar) > FALLBACK_LEADERS:
+        nearest = np.argpartition(-earlier[similar], FALLBACK_LEADERS - 1)[:FALLBACK_LEADERS]
+        similar = similar[nearest]
+    return [int(j) for j in np.sort(similar)]  # in row order, as ties between them are broken
 
 
 def resolve_within_scopes(
@@ -174,12 +243,12 @@ def resolve_within_scopes(
     return resolutions
 
 
-def _verified_scores(texts, candidates, externals, thresholds, verify, verify_thresholds) -> dict:
-    """Verifier scores of every candidate pair, in one batched call."""
+def _verified_scores(texts, start, candidates, externals, thresholds, verify, verify_thresholds) -> dict:
+    """Verifier scores of every candidate pair of a block's rows (from `start`), in one batched call."""
     if verify is None:
         return {}
     keys, pairs, at_least = [], [], []
-    for row, rows in enumerate(candidates):
+    for row, rows in enumerate(candidates, start):
         for j in rows:
             keys.append((row, ("row", j)))
             pairs.append((texts[row], texts[j]))

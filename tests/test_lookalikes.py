@@ -86,3 +86,68 @@ def test_rows_of_different_scopes_never_answer_each_other():
     assert [r.is_leader for r in resolved] == [True, True, False, False]
     together = resolve_within_scopes(["x"] * 4, vectors, texts, [0.9] * 4, None, [0.0] * 4)
     assert [r.leader_row for r in together] == [None, 0, 0, 0]
+
+
+def _clustered(count, seed=0):
+    """Unit vectors in tight clusters of a few rows each, so rows fold into earlier ones."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(count // 3 + 1, 16))
+    vectors = centres[rng.integers(0, len(centres), count)] + 0.15 * rng.normal(size=(count, 16))
+    return (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+
+
+def test_rows_resolve_alike_whatever_the_block_of_similarities(monkeypatch):
+    """Similarities are computed a block of rows at a time: the block's size changes nothing."""
+    import storage.lookalikes
+
+    vectors = _clustered(300)
+    texts = [f"t{i}" for i in range(300)]
+
+    def odd_rows_refused(pairs, at_least=None):
+        return np.array([0.2 if int(a[1:]) % 7 == 0 else 0.9 for a, _ in pairs])
+
+    def resolve():
+        return resolve_lookalikes(vectors, texts, [0.8] * 300, odd_rows_refused, [0.5] * 300)
+
+    whole = resolve()
+    monkeypatch.setattr(storage.lookalikes, "SIMILARITY_BLOCK_ROWS", 7)
+    assert resolve() == whole
+    assert 50 < sum(r.is_leader for r in whole) < 250  # the case folds some rows, not all
+
+
+def test_a_scope_of_look_alikes_that_all_differ_asks_the_verifier_a_bounded_number_of_pairs():
+    """Templated requests that differ in a number embed close together and are all refused:
+    each row is compared with its candidates and a few more leaders, not with every leader
+    before it (2 million pairs for 2,000 such rows before)."""
+    from storage.lookalikes import CANDIDATES_PER_ROW, FALLBACK_LEADERS
+
+    count = 400
+    vectors = _unit(*([[1, 0]] * count))
+    asked = []
+
+    def refuse_all(pairs, at_least=None):
+        asked.append(len(pairs))
+        return np.zeros(len(pairs))
+
+    out = resolve_lookalikes(
+        vectors, [f"order #{i}" for i in range(count)], [0.7] * count, refuse_all, [0.5] * count
+    )
+    assert all(r.is_leader for r in out)
+    # At most 8 candidates and 8 more leaders a row; every leader before it would be 79,800 pairs.
+    assert sum(asked) <= (CANDIDATES_PER_ROW + FALLBACK_LEADERS) * count <= 16 * count
+
+
+def test_similarities_between_rows_are_never_held_whole(monkeypatch):
+    """5,000 rows: a whole similarity matrix would take 100 MB; without folding (the look-up)
+    none is built, and folding holds one block of rows at a time."""
+    import tracemalloc
+
+    count = 5_000
+    vectors = _clustered(count)
+    texts = [f"t{i}" for i in range(count)]
+    for fold_within, limit_mb in ((False, 5), (True, 30)):
+        tracemalloc.start()
+        resolve_lookalikes(vectors, texts, [0.99] * count, None, [0.5] * count, fold_within=fold_within)
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert peak < limit_mb * 2**20, (fold_within, peak)
