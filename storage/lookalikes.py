@@ -189,9 +189,11 @@ def _choose(
     for similarity, leader, external in options:
         ref = ("row", leader) if leader is not None else ("external", id(external))
         score = 1.0 if verify is None else scores.get((row, ref), 0.0)
-        # The verifier's confidence ranks the candidates that pass it, then similarity.
+        # The verifier's confidence ranks the candidates that pass it, then similarity. A pair
+        # the conflict checks refuse, or too long to read, scores 0: it never passes, also
+        # at a verify threshold of 0.
         rank = (score, similarity)
-        if score >= verify_threshold and (chosen_rank is None or rank > chosen_rank):
+        if score >= verify_threshold and score > 0 and (chosen_rank is None or rank > chosen_rank):
             chosen, chosen_rank = (leader, external), rank
     return chosen
 

@@ -3,11 +3,10 @@
 The product of a partition's queries with a scope's matrix is most of a semantic look-up's
 time. Where bfloat16 products are faster than float32 ones (CPUs with AVX-512 BF16 or AMX:
 about twice as fast on the machines measured here), candidates come from a bfloat16
-product and are then re-scored in float32, so every similarity returned is the exact one
-and only the choice of candidates is approximate. RERANK_EXTRA more candidates than asked
-for are re-scored, so the exact top-k is missed only where that many vectors lie within
-bfloat16's rounding (about 0.005 of cosine) of the k-th best, and then it is one of those
-near ties that is returned instead.
+product and are then re-scored in float32, so every similarity returned is the exact one.
+RERANK_EXTRA more candidates than asked for are re-scored; a query whose candidates could
+have missed a vector within bfloat16's rounding of its k-th best (near duplicates crowding
+the cut) is compared with the whole scope in float32, so the top-k itself is exact too.
 """
 
 from __future__ import annotations
@@ -23,6 +22,12 @@ import pyarrow as pa
 # Below this many vectors a scope's product is cheap whatever its precision: stay in float32.
 BFLOAT16_MIN_ROWS = 4_096
 RERANK_EXTRA = 12
+# The most a cosine of two unit vectors moves when computed from bfloat16 copies (8 bits of
+# mantissa: 2^-9 relative on each input and on the result, summed over the dot product by
+# Cauchy-Schwarz), with room to spare.
+BFLOAT16_ERROR = 2.0**-7
+# Similarities of one scope's queries held at once (float32).
+PRODUCT_BYTES = 256 * 2**20
 
 
 @dataclass(frozen=True)
@@ -66,7 +71,18 @@ def nearest_columns(similarities: np.ndarray, limit: int) -> np.ndarray:
 
 def top_k(queries: np.ndarray, scope: ScopeMatrix, limit: int) -> tuple[np.ndarray, np.ndarray]:
     """Columns of the `limit` most similar vectors of the scope for each query row (unordered)
-    and their exact float32 similarities, both shaped (queries, min(limit, scope rows))."""
+    and their exact float32 similarities, both shaped (queries, min(limit, scope rows)).
+    Queries go PRODUCT_BYTES of similarities at a time: a partition's queries against a
+    large scope would otherwise hold queries x rows floats at once (1.5 GB for 4,000
+    queries against 100,000 vectors)."""
+    step = max(1, PRODUCT_BYTES // (4 * max(len(scope.vectors), 1)))
+    if len(queries) <= step:
+        return _top_k(queries, scope, limit)
+    parts = [_top_k(queries[start : start + step], scope, limit) for start in range(0, len(queries), step)]
+    return np.concatenate([c for c, _ in parts]), np.concatenate([s for _, s in parts])
+
+
+def _top_k(queries: np.ndarray, scope: ScopeMatrix, limit: int) -> tuple[np.ndarray, np.ndarray]:
     if scope.bfloat16_vectors is None:
         similarities = queries @ scope.vectors.T
         columns = nearest_columns(similarities, limit)
@@ -76,11 +92,26 @@ def top_k(queries: np.ndarray, scope: ScopeMatrix, limit: int) -> tuple[np.ndarr
     approximate = torch.from_numpy(np.ascontiguousarray(queries, dtype=np.float32)).to(torch.bfloat16)
     approximate = approximate @ scope.bfloat16_vectors.T
     k = min(limit + RERANK_EXTRA, approximate.shape[1])
-    candidates = torch.topk(approximate, k, dim=1, sorted=False).indices.numpy()
+    cut = torch.topk(approximate, k, dim=1, sorted=False)
+    candidates = cut.indices.numpy()
     # (queries, candidates, dimension) @ (queries, dimension, 1): each query against its own candidates.
     exact = (scope.vectors[candidates] @ queries[:, :, None].astype(np.float32))[:, :, 0]
     best = nearest_columns(exact, limit)
-    return np.take_along_axis(candidates, best, axis=1), np.take_along_axis(exact, best, axis=1)
+    columns, similarities = (
+        np.take_along_axis(candidates, best, axis=1),
+        np.take_along_axis(exact, best, axis=1),
+    )
+    # A vector left out scored at most the cut's lowest in bfloat16, so at most BFLOAT16_ERROR
+    # more exactly. Where that could beat the worst of the rows' exact top-k (near duplicates
+    # crowding the cut), the row is compared with the whole scope in float32, so the top-k
+    # returned is the exact one whatever order the vectors were written in.
+    lowest_left_out = cut.values.float().min(dim=1).values.numpy() + BFLOAT16_ERROR
+    unsure = np.flatnonzero(lowest_left_out >= similarities.min(axis=1)) if k < approximate.shape[1] else []
+    if len(unsure):
+        whole = queries[unsure].astype(np.float32) @ scope.vectors.T
+        columns[unsure] = nearest_columns(whole, limit)
+        similarities[unsure] = np.take_along_axis(whole, columns[unsure], axis=1)
+    return columns, similarities
 
 
 @functools.cache

@@ -37,6 +37,8 @@ ANN_EF = 200
 WHOLE_READ_SHARE = 0.3
 # In-process copies of scope matrices, dropped whenever the table changes.
 SCOPE_CACHE_BYTES = 512 * 1024 * 1024
+# Scopes named in one filtered read of the table (the filter is a SQL string of their hashes).
+SCOPES_PER_READ = 1_000
 
 
 @dataclass(frozen=True)
@@ -222,32 +224,43 @@ class SemanticIndex:
         ]
 
     def scope_vectors(self, scopes: list[str], before_partition: str | None = None) -> dict[str, ScopeMatrix]:
-        """Keys and vectors of each scope (cached per table version).
+        """Keys and vectors of each scope (cached per table version, within SCOPE_CACHE_BYTES).
 
         A filtered read costs far more per row than a plain read of the whole table
         (measured: 0.2 s for a 13,000-row scope, 0.66 s for all 130,000 rows), so when
         the scopes wanted hold a good share of the table it is read whole and split
-        here; otherwise each scope is read through its index.
+        here; otherwise they are read in one filtered scan (one per SCOPES_PER_READ), not
+        one a scope: 500 scopes of 2,000 took 4.1 s one by one and 0.1 s at once. What
+        one call needs is returned whole even where it is more than the cache keeps.
         """
         version = self._table.version
-        wanted = [s for s in scopes if (version, s, before_partition) not in self._scope_cache]
+        found: dict[str, ScopeMatrix] = {}
+        for scope in scopes:
+            cached = self._scope_cache.get((version, scope, before_partition))
+            if cached is not None:
+                self._scope_cache.move_to_end((version, scope, before_partition))
+                found[scope] = cached
+        wanted = [s for s in dict.fromkeys(scopes) if s not in found]
         if wanted:
             total = self._table.count_rows()
             needed = self._table.count_rows(self._scope_filter(wanted, before_partition)) if total else 0
             if needed > total * WHOLE_READ_SHARE:
-                self._split_into_cache(self._table.to_arrow(), wanted, version, before_partition)
+                found |= self._split(self._table.to_arrow(), wanted, before_partition)
             else:
-                for scope in wanted:
+                for start in range(0, len(wanted), SCOPES_PER_READ):
+                    chunk = wanted[start : start + SCOPES_PER_READ]
                     table = (
                         self._table.search()
-                        .where(self._scope_filter([scope], before_partition))
+                        .where(self._scope_filter(chunk, before_partition))
                         .select(["key", "semantic_scope", "source_partition", "vector"])
                         .limit(None)
                         .to_arrow()
                     )
-                    self._split_into_cache(table, [scope], version, before_partition)
+                    found |= self._split(table, chunk, before_partition)
+            for scope in wanted:
+                self._scope_cache[(version, scope, before_partition)] = found[scope]
         self._trim_cache(version)
-        return {s: self._scope_cache[(version, s, before_partition)] for s in scopes}
+        return {s: found[s] for s in scopes}
 
     @staticmethod
     def _scope_filter(scopes: list[str], before_partition: str | None) -> str:
@@ -256,23 +269,30 @@ class SemanticIndex:
             condition += f" AND (source_partition IS NULL OR source_partition < {literal(before_partition)})"
         return condition
 
-    def _split_into_cache(self, table: pa.Table, scopes: list[str], version: int, before_partition) -> None:
-        """Cache each scope's keys and matrix from rows read, applying the visibility rule."""
+    def _split(self, table: pa.Table, scopes: list[str], before_partition) -> dict[str, ScopeMatrix]:
+        """Each scope's keys and matrix from rows read, applying the visibility rule."""
         flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
         matrix = flat.reshape(-1, self.dimension).astype(np.float32, copy=False)
         visible = None
         if before_partition is not None:
-            partitions = table["source_partition"]
+            partitions = table["source_partition"].combine_chunks()
             visible = pc.or_kleene(pc.is_null(partitions), pc.less(partitions, before_partition))
         keys = table["key"].combine_chunks()
+        # Rows grouped by scope in one pass (a comparison of the whole column per scope cost
+        # 1.4 s for 500 scopes of 100 rows): scope codes, visible rows only, stably sorted.
+        encoded = pc.dictionary_encode(table["semantic_scope"].combine_chunks())
+        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        if visible is not None:
+            codes[~visible.to_numpy(zero_copy_only=False)] = -1
+        order = np.argsort(codes, kind="stable")
+        starts = np.searchsorted(codes[order], np.arange(len(encoded.dictionary) + 1))
+        code_of = {scope: code for code, scope in enumerate(encoded.dictionary.to_pylist())}
+        split = {}
         for scope in scopes:
-            mask = pc.equal(table["semantic_scope"], scope)
-            if visible is not None:
-                mask = pc.and_(mask, visible)
-            rows = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
-            self._scope_cache[(version, scope, before_partition)] = ScopeMatrix.build(
-                keys.take(rows), matrix[rows], self.low_precision
-            )
+            code = code_of.get(scope)
+            rows = order[starts[code] : starts[code + 1]] if code is not None else order[:0]
+            split[scope] = ScopeMatrix.build(keys.take(rows), matrix[rows], self.low_precision)
+        return split
 
     def _trim_cache(self, version: int) -> None:
         """Keep only the current table version's matrices, within the byte budget."""

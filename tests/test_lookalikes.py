@@ -40,6 +40,19 @@ def test_the_verifier_can_refuse_a_close_pair():
     assert out[1].best_similarity > 0.99
 
 
+def test_a_refused_pair_never_passes_even_at_a_verify_threshold_of_zero():
+    """The conflict checks refuse "increase" / "decrease" with a score of 0."""
+    vectors = _unit([1, 0], [1, 0.01], [1, 0.02])
+    cached = External(text="decrease the volume", similarity=0.999, ref="entry-1")
+
+    def refuse_all(pairs, at_least=None):
+        return np.zeros(len(pairs))
+
+    texts = ["increase the volume", "decrease the volume", "lower the volume"]
+    out = resolve_lookalikes(vectors, texts, [0.9] * 3, refuse_all, [0.0] * 3, [[], [], [cached]])
+    assert all(r.is_leader for r in out)
+
+
 def test_cached_entries_compete_with_earlier_rows_by_similarity():
     vectors = _unit([1, 0], [1, 0.1])
     cached = External(text="stored", similarity=0.999, ref="entry-1")

@@ -46,3 +46,45 @@ def test_small_scopes_stay_in_float32():
     vectors = _unit(np.random.default_rng(5).normal(size=(BFLOAT16_MIN_ROWS - 1, 8)))
     keys = pa.array([i.to_bytes(4, "big") for i in range(len(vectors))])
     assert ScopeMatrix.build(keys, vectors, low_precision=True).bfloat16_vectors is None
+
+
+def test_near_duplicates_crowding_the_bfloat16_cut_still_give_the_exact_top_1():
+    """40 vectors at cosine 0.9982 to 0.9995 of the query all read 1.0 in bfloat16, more than
+    the cut takes: whatever order they were written in, the exact best is returned."""
+    rng = np.random.default_rng(2)
+    dimension = 384
+    query = _unit(rng.normal(size=(1, dimension)))[0]
+
+    def at_cosine(cosine):
+        other = rng.normal(size=dimension)
+        other -= (other @ query) * query
+        return cosine * query + np.sqrt(1 - cosine**2) * other / np.linalg.norm(other)
+
+    near = _unit(np.stack([at_cosine(c) for c in np.linspace(0.9982, 0.9995, 40)]))
+    stored = np.vstack([_unit(rng.normal(size=(BFLOAT16_MIN_ROWS, dimension))), near])
+    best = int(np.argmax(stored @ query))
+    for trial in range(10):
+        order = np.random.default_rng(trial).permutation(len(stored))
+        keys = pa.array([int(i).to_bytes(4, "big") for i in order])
+        scope = ScopeMatrix.build(keys, np.ascontiguousarray(stored[order]), low_precision=True)
+        columns, similarities = top_k(query[None], scope, 16)
+        top = columns[0][np.argmax(similarities[0])]
+        assert int.from_bytes(keys[int(top)].as_py(), "big") == best
+
+
+def test_queries_go_a_bounded_product_at_a_time_with_the_same_answers(monkeypatch):
+    import storage.scope_search
+
+    rng = np.random.default_rng(5)
+    vectors = _clustered_scope(rng)
+    keys = pa.array([i.to_bytes(4, "big") for i in range(len(vectors))])
+    queries = _unit(vectors[:300] + 0.05 * rng.normal(size=(300, vectors.shape[1])))
+    for low_precision in (False, True):
+        scope = ScopeMatrix.build(keys, vectors, low_precision=low_precision)
+        whole = top_k(queries, scope, 4)
+        # 7 queries' similarities at a time.
+        monkeypatch.setattr(storage.scope_search, "PRODUCT_BYTES", 7 * 4 * len(vectors))
+        chunked = top_k(queries, scope, 4)
+        monkeypatch.undo()
+        assert [set(row) for row in chunked[0]] == [set(row) for row in whole[0]]
+        np.testing.assert_allclose(np.sort(chunked[1], axis=1), np.sort(whole[1], axis=1))

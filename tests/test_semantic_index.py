@@ -130,3 +130,42 @@ def test_each_scope_sees_only_its_rows_written_before_the_partition(tmp_path):
     matrix = fresh.scope_vectors(["b" * 64])["b" * 64]
     found = fresh.search(["b" * 64] * len(matrix.keys), np.asarray(matrix.vectors), limit=1)
     assert [n.key for n in sorted(found, key=lambda n: n.query_row)] == matrix.keys.to_pylist()
+
+
+def test_scopes_that_hold_more_than_the_cache_keeps_are_still_searched(tmp_path, monkeypatch):
+    """The scopes one search needs are returned whole even where the cache keeps less of them
+    (a search of two large scopes failed with a KeyError once they passed its budget), and a
+    scope cached by an earlier search is found again beside a new one."""
+    import storage.semantic_index
+
+    monkeypatch.setattr(storage.semantic_index, "SCOPE_CACHE_BYTES", 1_500 * 16 * 4)  # 1,500 vectors
+    rng = np.random.default_rng(8)
+    scope_of = lambda i: ("a" if i < 1000 else "b") * 64  # noqa: E731
+    vectors = _fill(SemanticIndex(tmp_path, "m", 16, low_precision=False), 2000, rng, scope_of)
+    index = SemanticIndex(tmp_path, "m", 16, low_precision=False)
+    assert {n.key for n in index.search(["a" * 64], vectors[[0]], limit=1)} == {(0).to_bytes(4, "big")}
+    found = index.search(["a" * 64, "b" * 64], vectors[[0, 1500]], limit=1)
+    assert sorted((n.query_row, n.key) for n in found) == [
+        (0, (0).to_bytes(4, "big")),
+        (1, (1500).to_bytes(4, "big")),
+    ]
+
+
+def test_many_small_scopes_are_read_in_few_scans_with_the_same_answers(tmp_path, monkeypatch):
+    import storage.semantic_index
+
+    rng = np.random.default_rng(9)
+    scope_of = lambda i: f"{i % 200:064x}"  # noqa: E731 - 200 scopes of 10
+    vectors = _fill(SemanticIndex(tmp_path, "m", 16), 2000, rng, scope_of)
+    wanted = [scope_of(i) for i in range(40)]  # a fifth of the table: filtered reads
+
+    def neighbours():
+        index = SemanticIndex(tmp_path, "m", 16)
+        return sorted((n.query_row, n.key) for n in index.search(wanted, vectors[:40], limit=2))
+
+    at_once = neighbours()
+    monkeypatch.setattr(storage.semantic_index, "SCOPES_PER_READ", 3)
+    assert neighbours() == at_once
+    assert [key for row, key in at_once if key == row.to_bytes(4, "big")] == [
+        i.to_bytes(4, "big") for i in range(40)
+    ]
