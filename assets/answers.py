@@ -1,6 +1,7 @@
 """A partition's model side: answer what both look-ups missed, then write the answers back."""
 
 import functools
+import time
 
 import dagster as dg
 import numpy as np
@@ -55,7 +56,9 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
     blocked = functools.partial(blocked_within, reports=reports) if reports else None
     verifier = infercache.pair_verifier_for(misses)
     verify = verifier.score if verifier else None
+    started = time.perf_counter()
     leaders = fold_lookalike_misses(misses, verify, blocked) if misses.height else {}
+    lookalike_seconds = time.perf_counter() - started
     outputs = answer_misses(misses, infercache.backend, leaders)
     with open_store(infercache.locations.duckdb_path) as con:
         replace_partition(
@@ -66,7 +69,9 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
     return dg.MaterializeResult(
         metadata={
             "misses": misses.height,
-            "lookalike_keys_folded": len(leaders),
+            # Keys answered by a look-alike's call (one whose look-alike's call failed made its own).
+            "lookalike_keys_folded": _keys_folded_into_lookalikes(misses, outputs),
+            "lookalike_seconds": lookalike_seconds,
             "model_calls": counts.get("model", 0),
             "folded": counts.get("folded", 0),
             "failed": counts.get("failed", 0),
@@ -75,6 +80,15 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
             **verifier_counts(verifier),
         }
     )
+
+
+def _keys_folded_into_lookalikes(misses: pl.DataFrame, outputs: pl.DataFrame) -> int:
+    if not outputs.height:
+        return 0
+    folded = outputs.join(misses.select("request_id", "key"), on="request_id").filter(
+        (pl.col("path") == "folded") & (pl.col("served_key") != pl.col("key"))
+    )
+    return folded["key"].n_unique()
 
 
 @dg.asset(deps=["inference_outputs"], kinds={"duckdb", "lancedb"}, **PARTITION_FLOW)

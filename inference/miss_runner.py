@@ -53,11 +53,12 @@ def answer_misses(
     leader_of = dict(lookalike_leaders or {})
     first_of_key = ordered.unique(subset="key", keep="first", maintain_order=True)
     callers = first_of_key.filter(~pl.col("key").is_in(list(leader_of)))
-    results_by_key = _run_keys(callers, backend_for)
+    results_by_key, batches = _run_keys(callers, backend_for)
     on_their_own = [key for key, leader in leader_of.items() if results_by_key[leader][1] is not None]
     if on_their_own:
         retried = first_of_key.filter(pl.col("key").is_in(on_their_own))
-        results_by_key |= _run_keys(retried, backend_for)
+        retried_results, _ = _run_keys(retried, backend_for, first_batch=batches)
+        results_by_key |= retried_results
         callers = pl.concat([callers, retried])
         for key in on_their_own:
             del leader_of[key]
@@ -86,11 +87,15 @@ def answer_misses(
 
 
 def _run_keys(
-    callers: pl.DataFrame, backend_for: Callable[[str, str], tuple[Backend, BatchLimits]]
-) -> dict[bytes, tuple[str | None, str | None, float, int]]:
+    callers: pl.DataFrame,
+    backend_for: Callable[[str, str], tuple[Backend, BatchLimits]],
+    first_batch: int = 0,
+) -> tuple[dict[bytes, tuple[str | None, str | None, float, int]], int]:
     """One call per row (one row per key), batched per model: key -> (answer_json, error,
-    device seconds, batch index)."""
+    device seconds, batch index), and the number after the last batch index used. Batches
+    are numbered on from `first_batch` across models, so each batch run has its own."""
     results: dict[bytes, tuple[str | None, str | None, float, int]] = {}
+    next_batch = first_batch
     for (model, version), group in callers.group_by(["model", "model_version"], maintain_order=True):
         backend, limits = backend_for(model, version)
         calls = [
@@ -104,6 +109,7 @@ def _run_keys(
                 answer_json(answer) if answer is not None else None,
                 outcome.result.error,
                 outcome.device_seconds,
-                outcome.batch_index,
+                next_batch + outcome.batch_index,
             )
-    return results
+        next_batch += max((outcome.batch_index for outcome in timed), default=-1) + 1
+    return results, next_batch

@@ -156,6 +156,18 @@ def test_identical_keys_fold_into_one_call_and_failures_are_per_key():
     assert backend.batch_sizes == [3]
 
 
+def test_batches_of_different_models_are_numbered_apart():
+    misses = pl.concat(
+        [
+            _misses([b"k1"], ["one"], model="m1"),
+            _misses([b"k2"], ["two"], model="m2").with_columns(request_id=pl.lit("z")),
+        ]
+    )
+    out = answer_misses(misses, lambda model, version: (FlakyBackend(fits=100), BatchLimits()))
+    assert out["path"].to_list() == ["model", "model"]
+    assert out["batch_index"].n_unique() == 2
+
+
 def test_a_lookalike_whose_leader_fails_makes_its_own_call(tiny_lm):
     """The real tiny LM: the leader's input is over its context, its look-alike's is not.
     The look-alike (and its identical repeat) are answered by their own call, not failed
@@ -174,6 +186,8 @@ def test_a_lookalike_whose_leader_fails_makes_its_own_call(tiny_lm):
     assert "context" in out["error"][0] and out["error"][2] is None
     assert out["answer_json"][3] == out["answer_json"][2] is not None
     assert out["device_seconds"][2] > 0 and out["device_seconds"][3] == 0.0
+    # The look-alike's own call ran in a batch after the leader's: each batch has its own number.
+    assert out["batch_index"][2] > out["batch_index"][0]
     # Where the leader answers, the look-alike is still folded into it.
     fine = misses.with_columns(input=pl.col("input").str.slice(0, 30))
     folded = answer_misses(fine, lambda model, version: (tiny_lm, BatchLimits()), {b"short": b"long"})

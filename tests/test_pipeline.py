@@ -136,6 +136,11 @@ def test_every_request_ends_in_one_outcome_row(two_days):
     )
     leader = _query(home, "SELECT key FROM request_outcomes WHERE request_id = 'd1-10'")
     assert served["served_key"][0] == leader["key"][0] != served["key"][0]
+    # Of day 1's three folds one key (d1-11) went into a look-alike's call; d1-2 and d1-7
+    # repeat the keys of d1-1 and d1-6.
+    answered = _metadata(two_days[3], "inference_outputs")
+    assert answered["lookalike_keys_folded"] == 1 and answered["folded"] == 3
+    assert answered["lookalike_seconds"] > 0
 
 
 def test_model_calls_plus_failed_equal_distinct_keys_that_missed(two_days):
