@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-import lancedb
 import numpy as np
 import pyarrow as pa
 
 from storage.keys import normalized_text, text_hash
-from storage.lance_tables import literal, open_table, table_name, vector_field
+from storage.lance_tables import connect, literal, open_table, table_name, vector_field
 
 # LanceDB filters are strings; keep each IN list to a size the planner handles well.
 _LOOKUP_CHUNK = 1000
@@ -29,7 +28,7 @@ class EmbeddingCache:
         self.model_fingerprint = model_fingerprint
         schema = pa.schema([pa.field("text_hash", pa.string()), vector_field(dimension)])
         self._table = open_table(
-            lancedb.connect(str(folder)), table_name("embeddings", embedding_model), schema, model_fingerprint
+            connect(folder), table_name("embeddings", embedding_model), schema, model_fingerprint
         )
 
     def get(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import timedelta
 from pathlib import Path
 
 import lancedb
@@ -24,6 +25,13 @@ def literal(value: str) -> str:
     if not _SAFE_LITERAL.match(value):
         raise ValueError(f"refusing to put {value!r} into a vector-store filter")
     return f"'{value}'"
+
+
+def connect(folder: Path) -> lancedb.DBConnection:
+    """A connection whose reads always see the latest committed version: by default an open
+    table stays at the version it opened, so an index or cache object kept across writes made
+    through another object (another asset, a replay beside a writer) would never see them."""
+    return lancedb.connect(str(folder), read_consistency_interval=timedelta(0))
 
 
 def table_name(kind: str, embedding_model: str) -> str:

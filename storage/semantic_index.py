@@ -11,14 +11,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-import lancedb
 import numpy as np
 import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 from lancedb.index import BTree, IvfHnswSq
 
-from storage.lance_tables import literal, open_table, table_name, vector_field
+from storage.lance_tables import connect, literal, open_table, table_name, vector_field
 from storage.scope_search import ScopeMatrix, top_k
 
 CANDIDATES_PER_QUERY = 4
@@ -77,7 +76,7 @@ class SemanticIndex:
             ]
         )
         self._table = open_table(
-            lancedb.connect(str(folder)), table_name("semantic", embedding_model), schema, model_fingerprint
+            connect(folder), table_name("semantic", embedding_model), schema, model_fingerprint
         )
         self._scope_cache: OrderedDict[tuple, ScopeMatrix] = OrderedDict()
 

@@ -169,3 +169,18 @@ def test_many_small_scopes_are_read_in_few_scans_with_the_same_answers(tmp_path,
     assert [key for row, key in at_once if key == row.to_bytes(4, "big")] == [
         i.to_bytes(4, "big") for i in range(40)
     ]
+
+
+def test_an_index_object_sees_what_another_wrote_after_it_opened(tmp_path):
+    """Two objects on one folder (an asset's and a replay's, say): each search reads the
+    latest committed vectors, adds and deletes alike."""
+    rng = np.random.default_rng(10)
+    vectors = _unit(rng.normal(size=(2, 16)))
+    writer, reader = SemanticIndex(tmp_path, "m", 16), SemanticIndex(tmp_path, "m", 16)
+    writer.add(_rows([b"k0"], ["s" * 64]), vectors[:1], partition=None)
+    assert [n.key for n in reader.search(["s" * 64], vectors[:1], limit=4)] == [b"k0"]
+    writer.add(_rows([b"k1"], ["s" * 64]), vectors[1:], partition=None)
+    assert {n.key for n in reader.search(["s" * 64], vectors[1:], limit=4)} == {b"k0", b"k1"}
+    writer.delete_keys([b"k0"])
+    assert [n.key for n in reader.search(["s" * 64], vectors[:1], limit=4)] == [b"k1"]
+    assert reader.keys()["key"].to_pylist() == [b"k1"]
