@@ -76,7 +76,7 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
             "folded": counts.get("folded", 0),
             "failed": counts.get("failed", 0),
             "device_seconds": float(outputs["device_seconds"].sum()) if outputs.height else 0.0,
-            "batches": outputs["batch_index"].n_unique() if outputs.height else 0,
+            "batches": outputs.filter(pl.col("batch_index") >= 0)["batch_index"].n_unique(),
             **verifier_counts(verifier),
         }
     )

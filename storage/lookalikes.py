@@ -179,8 +179,7 @@ def _choose(
         ]
     options += [(e.similarity, None, e) for e in externals if e.similarity >= threshold]
     if earlier is not None and not exhaustive:
-        extra = _fallback_leaders(earlier, leaders, candidates, threshold)
-        extra = [j for j in extra if (row, j) not in blocked]
+        extra = _fallback_leaders(earlier, leaders, candidates, threshold, row, blocked)
         options += [(float(earlier[j]), j, None) for j in extra]
         if verify is not None and extra:
             fresh = verify([(texts[row], texts[j]) for j in extra], at_least=[verify_threshold] * len(extra))
@@ -199,16 +198,23 @@ def _choose(
 
 
 def _fallback_leaders(
-    earlier: np.ndarray, leaders: np.ndarray, candidates: list[int], threshold: float
+    earlier: np.ndarray,
+    leaders: np.ndarray,
+    candidates: list[int],
+    threshold: float,
+    row: int,
+    blocked: frozenset[tuple[int, int]],
 ) -> list[int]:
-    """Of the leaders at or above the row's threshold and not among its candidates already,
-    the FALLBACK_LEADERS most similar."""
+    """Of the leaders at or above the row's threshold, not among its candidates already and
+    not blocked from answering it, the FALLBACK_LEADERS most similar (the earlier row first
+    on equal similarity), in row order, as ties between them are broken."""
     similar = leaders[earlier[leaders] >= threshold]
     similar = similar[~np.isin(similar, candidates)]
+    if blocked:
+        similar = np.asarray([j for j in similar if (row, int(j)) not in blocked], dtype=np.int64)
     if len(similar) > FALLBACK_LEADERS:
-        nearest = np.argpartition(-earlier[similar], FALLBACK_LEADERS - 1)[:FALLBACK_LEADERS]
-        similar = similar[nearest]
-    return [int(j) for j in np.sort(similar)]  # in row order, as ties between them are broken
+        similar = similar[np.lexsort((similar, -earlier[similar]))[:FALLBACK_LEADERS]]
+    return [int(j) for j in np.sort(similar)]
 
 
 def resolve_within_scopes(

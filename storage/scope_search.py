@@ -22,10 +22,12 @@ import pyarrow as pa
 # Below this many vectors a scope's product is cheap whatever its precision: stay in float32.
 BFLOAT16_MIN_ROWS = 4_096
 RERANK_EXTRA = 12
-# The most a cosine of two unit vectors moves when computed from bfloat16 copies (8 bits of
-# mantissa: 2^-9 relative on each input and on the result, summed over the dot product by
-# Cauchy-Schwarz), with room to spare.
-BFLOAT16_ERROR = 2.0**-7
+# The most a dot product of two unit vectors moves when computed from bfloat16 copies:
+# bfloat16 keeps 8 significant bits, so each input is off by up to 2^-8 of itself (2^-7 over
+# the product, by Cauchy-Schwarz) and the result by 2^-8 more; the rest is room (a review's
+# adversarial vectors, every component rounded the same way, reached 0.0095). For vectors
+# of other lengths it scales with their norms.
+BFLOAT16_ERROR = 2.0**-6
 # Similarities of one scope's queries held at once (float32).
 PRODUCT_BYTES = 256 * 2**20
 
@@ -38,6 +40,7 @@ class ScopeMatrix:
     keys: pa.Array
     vectors: np.ndarray
     bfloat16_vectors: object | None = None
+    largest_norm: float = 1.0  # of the vectors, which the bfloat16 error scales with
 
     @classmethod
     def build(cls, keys: pa.Array, vectors: np.ndarray, low_precision: bool | None) -> ScopeMatrix:
@@ -49,7 +52,8 @@ class ScopeMatrix:
             return cls(keys, vectors)
         import torch
 
-        return cls(keys, vectors, torch.from_numpy(vectors).to(torch.bfloat16))
+        largest_norm = float(np.linalg.norm(vectors, axis=1).max())
+        return cls(keys, vectors, torch.from_numpy(vectors).to(torch.bfloat16), largest_norm)
 
     @property
     def nbytes(self) -> int:
@@ -75,6 +79,8 @@ def top_k(queries: np.ndarray, scope: ScopeMatrix, limit: int) -> tuple[np.ndarr
     Queries go PRODUCT_BYTES of similarities at a time: a partition's queries against a
     large scope would otherwise hold queries x rows floats at once (1.5 GB for 4,000
     queries against 100,000 vectors)."""
+    if limit <= 0:
+        return np.zeros((len(queries), 0), dtype=np.int64), np.zeros((len(queries), 0), dtype=np.float32)
     step = max(1, PRODUCT_BYTES // (4 * max(len(scope.vectors), 1)))
     if len(queries) <= step:
         return _top_k(queries, scope, limit)
@@ -101,11 +107,12 @@ def _top_k(queries: np.ndarray, scope: ScopeMatrix, limit: int) -> tuple[np.ndar
         np.take_along_axis(candidates, best, axis=1),
         np.take_along_axis(exact, best, axis=1),
     )
-    # A vector left out scored at most the cut's lowest in bfloat16, so at most BFLOAT16_ERROR
-    # more exactly. Where that could beat the worst of the rows' exact top-k (near duplicates
+    # A vector left out scored at most the cut's lowest in bfloat16, so at most the bfloat16
+    # error more exactly. Where that could beat the worst of the rows' exact top-k (near duplicates
     # crowding the cut), the row is compared with the whole scope in float32, so the top-k
     # returned is the exact one whatever order the vectors were written in.
-    lowest_left_out = cut.values.float().min(dim=1).values.numpy() + BFLOAT16_ERROR
+    error = BFLOAT16_ERROR * np.linalg.norm(queries, axis=1) * scope.largest_norm
+    lowest_left_out = cut.values.float().min(dim=1).values.numpy() + error
     unsure = np.flatnonzero(lowest_left_out >= similarities.min(axis=1)) if k < approximate.shape[1] else []
     if len(unsure):
         whole = queries[unsure].astype(np.float32) @ scope.vectors.T

@@ -280,7 +280,7 @@ class SemanticIndex:
         # Rows grouped by scope in one pass (a comparison of the whole column per scope cost
         # 1.4 s for 500 scopes of 100 rows): scope codes, visible rows only, stably sorted.
         encoded = pc.dictionary_encode(table["semantic_scope"].combine_chunks())
-        codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        codes = encoded.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)
         if visible is not None:
             codes[~visible.to_numpy(zero_copy_only=False)] = -1
         order = np.argsort(codes, kind="stable")

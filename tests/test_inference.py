@@ -156,6 +156,21 @@ def test_identical_keys_fold_into_one_call_and_failures_are_per_key():
     assert backend.batch_sizes == [3]
 
 
+def test_a_call_that_reached_no_batch_keeps_no_batch_number():
+    class RefusesOneInput(FlakyBackend):
+        def token_count(self, call):
+            if call.input == "untokenizable":
+                raise ValueError("bad input")
+            return super().token_count(call)
+
+    misses = _misses([b"k1", b"k2", b"k3"], ["fine", "fine too", "untokenizable"]).with_columns(
+        model=pl.Series(["m1", "m2", "m2"])
+    )
+    out = answer_misses(misses, lambda model, version: (RefusesOneInput(fits=100), BatchLimits()))
+    assert out["path"].to_list() == ["model", "model", "failed"]
+    assert out["batch_index"].to_list() == [0, 1, -1]
+
+
 def test_batches_of_different_models_are_numbered_apart():
     misses = pl.concat(
         [

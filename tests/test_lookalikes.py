@@ -164,3 +164,19 @@ def test_similarities_between_rows_are_never_held_whole(monkeypatch):
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         assert peak < limit_mb * 2**20, (fold_within, peak)
+
+
+def test_blocked_leaders_take_no_place_among_the_few_checked_past_the_candidates(monkeypatch):
+    """With 2 candidates and 2 more leaders a row: the last row may not be answered by leaders
+    1 and 2 (a reported wrong answer), so leader 0, the next most similar, is the one checked."""
+    import storage.lookalikes
+
+    monkeypatch.setattr(storage.lookalikes, "CANDIDATES_PER_ROW", 2)
+    monkeypatch.setattr(storage.lookalikes, "FALLBACK_LEADERS", 2)
+    angles = [0.5, 0.1, 0.2, 0.01, 0.02, 0.0]  # leaders 0-2, rows 3 and 4 fold into 1, then the asker
+    vectors = np.array([[np.cos(a), np.sin(a)] for a in angles], dtype=np.float32)
+    thresholds = [1.5, 1.5, 1.5, 0.99, 0.99, 0.5]
+    out = resolve_lookalikes(
+        vectors, [str(i) for i in range(6)], thresholds, None, [0.5] * 6, blocked=frozenset({(5, 1), (5, 2)})
+    )
+    assert [r.leader_row for r in out] == [None, None, None, 1, 1, 0]

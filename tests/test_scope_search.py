@@ -88,3 +88,18 @@ def test_queries_go_a_bounded_product_at_a_time_with_the_same_answers(monkeypatc
         monkeypatch.undo()
         assert [set(row) for row in chunked[0]] == [set(row) for row in whole[0]]
         np.testing.assert_allclose(np.sort(chunked[1], axis=1), np.sort(whole[1], axis=1))
+
+
+def test_the_exact_top_k_holds_for_queries_that_are_not_unit_length():
+    """4,200 near copies of one vector, searched by a query of length 1 and of length 100: the
+    bfloat16 error grows with the lengths, and so does the margin that sends a query to float32."""
+    rng = np.random.default_rng(0)
+    for length in (1, 100):
+        for _ in range(10):
+            base = _unit(rng.normal(size=(1, 384)))
+            vectors = _unit(base + 0.003 * rng.normal(size=(4200, 384)))
+            query = length * _unit(base + 0.003 * rng.normal(size=(1, 384)))
+            keys = pa.array([i.to_bytes(4, "big") for i in range(len(vectors))])
+            _, similarities = top_k(query, ScopeMatrix.build(keys, vectors, low_precision=True), 4)
+            exact = np.sort(query @ vectors.T, axis=1)[:, ::-1][:, :4]
+            np.testing.assert_allclose(np.sort(similarities, axis=1)[:, ::-1], exact, rtol=1e-6, atol=0)
