@@ -76,12 +76,17 @@ def nearest_columns(similarities: np.ndarray, limit: int) -> np.ndarray:
 def top_k(queries: np.ndarray, scope: ScopeMatrix, limit: int) -> tuple[np.ndarray, np.ndarray]:
     """Columns of the `limit` most similar vectors of the scope for each query row (unordered)
     and their exact float32 similarities, both shaped (queries, min(limit, scope rows)).
-    Queries go PRODUCT_BYTES of similarities at a time: a partition's queries against a
-    large scope would otherwise hold queries x rows floats at once (1.5 GB for 4,000
-    queries against 100,000 vectors)."""
+    Queries go PRODUCT_BYTES of similarities (or of gathered candidate vectors) at a time: a
+    partition's queries against a large scope would otherwise hold queries x rows floats at
+    once (1.5 GB for 4,000 queries against 100,000 vectors)."""
     if limit <= 0:
         return np.zeros((len(queries), 0), dtype=np.int64), np.zeros((len(queries), 0), dtype=np.float32)
-    step = max(1, PRODUCT_BYTES // (4 * max(len(scope.vectors), 1)))
+    # A query's similarities to the scope, or (bfloat16 path) its candidates' vectors gathered
+    # for the exact re-score, whichever is larger.
+    candidate_floats = (
+        (limit + RERANK_EXTRA) * scope.vectors.shape[1] if scope.bfloat16_vectors is not None else 0
+    )
+    step = max(1, PRODUCT_BYTES // (4 * max(len(scope.vectors), candidate_floats, 1)))
     if len(queries) <= step:
         return _top_k(queries, scope, limit)
     parts = [_top_k(queries[start : start + step], scope, limit) for start in range(0, len(queries), step)]

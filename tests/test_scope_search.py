@@ -103,3 +103,24 @@ def test_the_exact_top_k_holds_for_queries_that_are_not_unit_length():
             _, similarities = top_k(query, ScopeMatrix.build(keys, vectors, low_precision=True), 4)
             exact = np.sort(query @ vectors.T, axis=1)[:, ::-1][:, :4]
             np.testing.assert_allclose(np.sort(similarities, axis=1)[:, ::-1], exact, rtol=1e-6, atol=0)
+
+
+def test_the_bfloat16_path_bounds_the_candidates_it_gathers_too(monkeypatch):
+    """4,200 vectors of 384 and 16 candidates a query: a query's 28 gathered candidate vectors
+    (10,752 floats) outweigh its 4,200 similarities, so they set how many queries go at once."""
+    import storage.scope_search
+
+    rng = np.random.default_rng(11)
+    vectors = _unit(rng.normal(size=(4200, 384)))
+    queries = _unit(rng.normal(size=(95, 384)))
+    scope = ScopeMatrix.build(
+        pa.array([i.to_bytes(4, "big") for i in range(4200)]), vectors, low_precision=True
+    )
+    whole = top_k(queries, scope, 16)
+    sizes = []
+    real = storage.scope_search._top_k
+    monkeypatch.setattr(storage.scope_search, "_top_k", lambda q, s, k: sizes.append(len(q)) or real(q, s, k))
+    monkeypatch.setattr(storage.scope_search, "PRODUCT_BYTES", 4 * 28 * 384 * 10)  # ten queries' candidates
+    chunked = top_k(queries, scope, 16)
+    assert sizes == [10] * 9 + [5]
+    assert [set(row) for row in chunked[0]] == [set(row) for row in whole[0]]
