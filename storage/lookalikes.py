@@ -94,9 +94,7 @@ def resolve_lookalikes(
     count = len(texts)
     externals = externals or [[] for _ in range(count)]
     resolutions: list[Resolution] = []
-    leaders = np.empty(count, dtype=np.int64)  # rows that made their own call, in order
-    leader_count = 0
-    is_leader = np.zeros(count, dtype=bool)
+    is_leader = np.zeros(count, dtype=bool)  # rows that made their own call
     # Without folding no row answers another: no similarities between rows are needed.
     block_rows = SIMILARITY_BLOCK_ROWS if fold_within else max(count, 1)
     for start in range(0, count, block_rows):
@@ -112,7 +110,6 @@ def resolve_lookalikes(
                 earlier,
                 candidates[row - start],
                 exhaustive[row - start],
-                leaders[:leader_count],
                 is_leader,
                 externals[row],
                 texts,
@@ -127,8 +124,6 @@ def resolve_lookalikes(
                 seen.append(float(earlier.max()))
             best_seen = max(seen, default=None)
             if chosen is None:
-                leaders[leader_count] = row
-                leader_count += 1
                 is_leader[row] = True
                 resolutions.append(Resolution(best_similarity=best_seen))
             else:
@@ -160,7 +155,6 @@ def _choose(
     earlier: np.ndarray | None,
     candidates: list[int],
     exhaustive: bool,
-    leaders: np.ndarray,
     is_leader: np.ndarray,
     externals: Sequence[External],
     texts: Sequence[str],
@@ -179,7 +173,7 @@ def _choose(
         ]
     options += [(e.similarity, None, e) for e in externals if e.similarity >= threshold]
     if earlier is not None and not exhaustive:
-        extra = _fallback_leaders(earlier, leaders, candidates, threshold, row, blocked)
+        extra = _fallback_leaders(earlier, is_leader[:row], candidates, threshold, row, blocked)
         options += [(float(earlier[j]), j, None) for j in extra]
         if verify is not None and extra:
             fresh = verify([(texts[row], texts[j]) for j in extra], at_least=[verify_threshold] * len(extra))
@@ -199,7 +193,7 @@ def _choose(
 
 def _fallback_leaders(
     earlier: np.ndarray,
-    leaders: np.ndarray,
+    is_leader: np.ndarray,
     candidates: list[int],
     threshold: float,
     row: int,
@@ -208,7 +202,7 @@ def _fallback_leaders(
     """Of the leaders at or above the row's threshold, not among its candidates already and
     not blocked from answering it, the FALLBACK_LEADERS most similar (the earlier row first
     on equal similarity), in row order, as ties between them are broken."""
-    similar = leaders[earlier[leaders] >= threshold]
+    similar = np.flatnonzero(is_leader & (earlier >= threshold))
     similar = similar[~np.isin(similar, candidates)]
     if blocked:
         similar = np.asarray([j for j in similar if (row, int(j)) not in blocked], dtype=np.int64)

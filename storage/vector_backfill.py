@@ -201,18 +201,21 @@ def keys_scoped_otherwise(
     if not indexed.num_rows or not language_in_scope:
         return []
     checked = pl.DataFrame(
-        list(language_in_scope), schema={"tenant": pl.String, "namespace": pl.String}, orient="row"
+        [(tenant, namespace, keeps) for (tenant, namespace), keeps in language_in_scope.items()],
+        schema={"tenant": pl.String, "namespace": pl.String, "language_in_scope": pl.Boolean},
+        orient="row",
     )
     con.register("scoped_vectors", indexed.select(["key", "tenant", "namespace", "semantic_scope"]))
     con.register("checked_namespaces", checked.to_arrow())
     try:
         rows = con.sql(
             """
-            SELECT v.key, v.semantic_scope, e.canonical_request, e.tenant, e.namespace,
-                   e.model, e.model_version, e.source_partition IS NULL OR $before_partition IS NULL
-                   OR e.source_partition < $before_partition AS visible
+            SELECT v.key, v.tenant, v.namespace, e.model, e.model_version,
+                   e.source_partition IS NULL OR $before_partition IS NULL
+                   OR e.source_partition < $before_partition AS visible,
+                   v.semantic_scope, e.canonical_request, c.language_in_scope
             FROM scoped_vectors v
-            SEMI JOIN checked_namespaces c USING (tenant, namespace)
+            JOIN checked_namespaces c USING (tenant, namespace)
             JOIN cache_entries e USING (key)
             WHERE e.expires_at > $now
             """,
@@ -221,23 +224,10 @@ def keys_scoped_otherwise(
     finally:
         con.unregister("scoped_vectors")
         con.unregister("checked_namespaces")
-    stored_without_language = [
-        scope == without
-        for scope, without in zip(
-            rows["semantic_scope"],
-            semantic_scopes_of_stored(rows["canonical_request"].to_list(), embedding_model),
-            strict=True,
-        )
-    ]
-    return [
-        StaleVector(key, tenant, namespace, model, version, visible)
-        for (key, tenant, namespace, model, version, visible), without in zip(
-            rows.select("key", "tenant", "namespace", "model", "model_version", "visible").iter_rows(),
-            stored_without_language,
-            strict=True,
-        )
-        if without == language_in_scope[(tenant, namespace)]
-    ]
+    without_language = semantic_scopes_of_stored(rows["canonical_request"].to_list(), embedding_model)
+    stored_without_language = rows["semantic_scope"] == pl.Series(without_language, dtype=pl.String)
+    stale = rows.filter(stored_without_language == rows["language_in_scope"])
+    return [StaleVector(*row) for row in stale.select(StaleVector._fields).iter_rows()]
 
 
 # Which kinds of scope (with or without the text's language) a tenant namespace's vectors
