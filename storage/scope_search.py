@@ -52,8 +52,10 @@ class ScopeMatrix:
             return cls(keys, vectors)
         import torch
 
-        largest_norm = float(np.linalg.norm(vectors, axis=1).max())
-        return cls(keys, vectors, torch.from_numpy(vectors).to(torch.bfloat16), largest_norm)
+        as_tensor = torch.from_numpy(vectors)
+        # torch's norm: numpy's took 0.08 s over 130,000 x 384, a tenth of a whole search.
+        largest_norm = float(torch.linalg.vector_norm(as_tensor, dim=1).max())
+        return cls(keys, vectors, as_tensor.to(torch.bfloat16), largest_norm)
 
     @property
     def nbytes(self) -> int:
