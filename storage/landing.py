@@ -126,7 +126,7 @@ def _validate(parsed: Any, settings: Settings) -> dict[str, Any]:
     prefix = parsed.get("prefix")
     if prefix is not None and not isinstance(prefix, str):
         raise _Rejected(f"prefix must be a string or absent, got {type(prefix).__name__}")
-    return {
+    row = {
         "request_id": parsed["request_id"],
         "tenant": parsed["tenant"],
         "namespace": parsed["namespace"],
@@ -134,8 +134,23 @@ def _validate(parsed: Any, settings: Settings) -> dict[str, Any]:
         "params_json": _params(parsed.get("params")),
         "prefix": prefix or "",
         "input": text,
-        "submitted_at": _timestamp(parsed.get("submitted_at")),
     }
+    for field, value in row.items():
+        _require_unicode_text(field.removesuffix("_json"), value)
+    return row | {"submitted_at": _timestamp(parsed.get("submitted_at"))}
+
+
+def _require_unicode_text(field: str, value: str) -> None:
+    """JSON may escape half of a UTF-16 surrogate pair ("\\ud83d"); such a string is no
+    Unicode text, and would fail every later write of the partition, not just its row."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        code = ord(value[error.start])
+        raise _Rejected(
+            f"{field} holds a lone surrogate (U+{code:04X} at character {error.start}), which is "
+            "not Unicode text: send the whole character (a surrogate pair, or UTF-8)"
+        ) from None
 
 
 def _params(value: Any) -> str:

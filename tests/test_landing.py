@@ -29,6 +29,9 @@ BAD_ROWS = [
     ({**GOOD, "request_id": "n1", "namespace": " "}, "missing or empty namespace"),
     ({**GOOD, "request_id": "s1", "submitted_at": "yesterday"}, "not an ISO-8601 timestamp"),
     ({**GOOD, "request_id": "x1", "prefix": 42}, "prefix must be a string"),
+    ({**GOOD, "request_id": "u1", "input": "reset my password \ud83d"}, "input holds a lone surrogate"),
+    ({**GOOD, "request_id": "u2", "prefix": "\udc00 system"}, "prefix holds a lone surrogate (U+DC00"),
+    ({**GOOD, "request_id": "u3", "params": {"stop": "\ud83d"}}, "params holds a lone surrogate"),
     ({**GOOD, "input": "another text"}, "duplicate request_id 'r1'"),
 ]
 
