@@ -15,13 +15,13 @@ import dataclasses
 from storage.config import NamespaceSettings, Settings
 from storage.input_length import cut_short, reading_limit
 from storage.keys import normalized_text
-from storage.languages import Detection, coverage_gap, detect_languages, scope_language
+from storage.languages import UNPLACED, Detection, coverage_gap, detect_languages, scope_language
 
 SEMANTIC_OFF = "semantic reuse is off for this namespace"
 # Bump when the rule that decides exact matching only changes (scripts, the detector's
 # tiers, English words, lengths): entries recorded exact-only under an older rule
 # (storage/vector_backfill.py) are then read again.
-COVERAGE_RULE_VERSION = 1
+COVERAGE_RULE_VERSION = 2  # 2: the wide Latin reading, shared scripts read, unplaced texts
 
 
 def semantic_skip_reasons(
@@ -176,8 +176,22 @@ def _reasons(
         if reason is None and namespace.semantic.verify:
             # An answer is reused only after verification, and the verifier must read the text.
             reason = coverage_gap(text, "the pair verifier", settings.verifier_languages, language)
+        if reason is None and language_scoped(namespace, settings):
+            placed = scope_language(text, language)
+            if placed in UNPLACED:
+                # A scope of every text nothing could place would mix their languages.
+                reason = (
+                    f"its language could not be placed ({placed.title()} script; {_reading(language)}) "
+                    f"and namespace {namespace.name!r} keeps languages apart: exact matching only"
+                )
         reasons.append(reason)
     return reasons
+
+
+def _reading(detected: Detection) -> str:
+    if detected is None:
+        return "one word is too little to read"
+    return f"read as {detected[0]} at confidence {detected[1]:.2f} only"
 
 
 def _cut_short_by_embedding_model(

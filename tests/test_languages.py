@@ -272,7 +272,9 @@ def test_a_namespace_that_chooses_to_reuse_across_languages_is_told_so(settings)
         ("パスワードをリセットする方法", "ja"),
         ("パスワードを再設定する方法", "ja"),  # kana and Chinese characters: one place
         ("비밀번호를 재설정하는 방법", "ko"),
-        ("Как сбросить пароль", "cyrillic"),
+        ("Как сбросить пароль", "ru"),
+        ("Як скинути пароль?", "uk"),  # one script, two languages: read apart
+        ("Как", "cyrillic"),  # one word is too little to read
         ("psvr2 pc vr", "latin"),  # nothing could place it
         ("12345", "none"),
     ],
@@ -312,6 +314,61 @@ def test_a_multilingual_namespace_keys_each_language_to_its_own_scope(tmp_path):
     # MiniLM reads English only: no language in the scope, as entries stored before were keyed.
     minilm = RequestIdentity("acme", "faq", "tiny-llm", "1", {}, "", texts["en"])
     assert scope["faq-en"] == semantic_scope(minilm, "all-MiniLM-L6-v2")
+
+
+@pytest.mark.parametrize(
+    "text, language",
+    [
+        ("Hvordan kan jeg ændre min ordre?", "da"),  # German 0.46 among the twelve
+        ("Miten voin muuttaa tilaukseni?", "fi"),  # Indonesian 0.47
+        ("Usafirishaji unachukua muda gani?", "sw"),  # Indonesian 0.34
+        ("Mennyibe kerül egy csomag Ausztriába?", "hu"),  # Dutch 0.23
+        ("Kui palju maksab paki saatmine Soome?", "et"),  # Indonesian 0.26
+    ],
+)
+def test_a_language_the_detector_does_not_list_is_read_among_all_latin_ones(text, language):
+    """Read unsure among the twelve listed languages, these kept semantic reuse on MiniLM
+    (a review served "cancel my order" in Danish the answer to "change my order")."""
+    (detected,) = detect_languages([text])
+    assert detected[0] == language and detected[1] >= 0.4
+    reason = coverage_gap(text, "all-MiniLM-L6-v2", ("en",), detected)
+    assert f"reads as {language}" in reason and "exact matching only" in reason
+
+
+def test_english_the_twelve_read_unsure_stays_covered_after_the_wide_reading():
+    texts = ["100 kg to lbs", "30 c to f", "100 eur to usd", "0w16 or 0w20 for 2020 camry", "2.4 bar to psi"]
+    for text, detected in zip(texts, detect_languages(texts), strict=True):
+        assert coverage_gap(text, "all-MiniLM-L6-v2", ("en",), detected) is None, (text, detected)
+
+
+def test_cyrillic_text_is_covered_only_in_a_declared_language():
+    """Script analysis took every Cyrillic text for a language e5 declares; Bulgarian is not one."""
+    e5 = ("en", "ru", "uk")
+    texts = ["Как сбросить пароль?", "Як скинути пароль?", "Как мога да променя поръчката си?"]
+    russian, ukrainian, bulgarian = detect_languages(texts)
+    assert (russian[0], ukrainian[0], bulgarian[0]) == ("ru", "uk", "bg")
+    assert coverage_gap(texts[0], "e5", e5, russian) is None
+    assert coverage_gap(texts[1], "e5", e5, ukrainian) is None
+    assert "reads as bg" in coverage_gap(texts[2], "e5", e5, bulgarian)
+
+
+def test_text_nothing_could_place_gets_exact_matching_only_where_languages_are_kept_apart(tmp_path):
+    """Unplaced texts shared one scope, so Spanish "Precio" was served the answer to Italian
+    "Prezzo" (a review's pipeline run on e5). Where the namespace reuses across languages, or
+    its model reads one language, the language is not in the scope and nothing changes."""
+    from storage.config import load_settings, write_namespace_override
+
+    plain = {"embedding_model": "multilingual-e5-small", "verify": False}
+    write_namespace_override(tmp_path, "apart", {"semantic": plain})
+    write_namespace_override(tmp_path, "across", {"semantic": {**plain, "cross_language": True}})
+    settings = load_settings(home=tmp_path)
+    texts = ["Precio", "Как", "How do I reset my password?", "Як скинути пароль?"]
+    apart = semantic_skip_reasons(texts, [settings.namespace("apart")] * 4, settings)
+    assert "could not be placed (Latin script; one word is too little to read)" in apart[0]
+    assert "namespace 'apart' keeps languages apart" in apart[0]
+    assert "could not be placed (Cyrillic script" in apart[1]
+    assert apart[2:] == [None, None]
+    assert semantic_skip_reasons(texts, [settings.namespace("across")] * 4, settings) == [None] * 4
 
 
 CROSS_LANGUAGE_WORKLOAD = [
