@@ -162,7 +162,8 @@ TABLES: dict[str, str] = {
         note VARCHAR,
         reported_by VARCHAR NOT NULL,
         reported_at TIMESTAMP NOT NULL,
-        withdrawn_at TIMESTAMP
+        withdrawn_at TIMESTAMP,
+        embedding_model VARCHAR
     """,
     # A share of the answers served from another request, recomputed with the model and
     # compared (storage/audits.py); agreed is null where the answers cannot be compared.

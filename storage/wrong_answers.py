@@ -48,13 +48,15 @@ _NOT_REPORTABLE = {
 _REPORTED_REQUEST = """
 SELECT o.partition, o.request_id, o.tenant, o.namespace, o.path, o.served_key,
        r.key AS request_key, r.input AS request_text, r.semantic_scope, m.vector AS request_vector,
+       r.embedding_model,
        coalesce(
            (SELECT e.input_text FROM cache_entries e WHERE e.key = o.served_key),
            (SELECT any_value(l.input) FROM model_requests l WHERE l.key = o.served_key)
        ) AS served_text,
        (SELECT any_value(v.vector)
         FROM model_requests l JOIN request_embeddings v USING (partition, request_id)
-        WHERE l.key = o.served_key AND l.semantic_scope = r.semantic_scope) AS served_vector
+        WHERE l.key = o.served_key AND l.embedding_model = r.embedding_model
+            AND v.model_fingerprint IS NOT DISTINCT FROM m.model_fingerprint) AS served_vector
 FROM request_outcomes o
 JOIN model_requests r USING (partition, request_id)
 LEFT JOIN request_embeddings m USING (partition, request_id)
@@ -69,6 +71,7 @@ class Side:
     text: str
     scope: str
     vector: np.ndarray | None  # None where it is no longer stored: then only the same text
+    embedding_model: str | None = None  # None in reports recorded before it was kept
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,7 @@ class Asker:
     threshold: float
     verify: bool
     verify_threshold: float
+    embedding_model: str | None = None
 
 
 def report_wrong_answer(
@@ -232,30 +236,37 @@ def reports_against(con: duckdb.DuckDBPyConnection, keys: Sequence[bytes]) -> Re
         return Reports({})
     found = con.execute(
         """
-        SELECT served_key AS key, request_text AS text, semantic_scope, request_vector AS vector
+        SELECT served_key AS key, request_text AS text, semantic_scope, request_vector AS vector,
+               embedding_model
         FROM wrong_answer_reports WHERE served_key IN (SELECT unnest(?::BLOB[])) AND withdrawn_at IS NULL
         UNION ALL
-        SELECT request_key, served_text, semantic_scope, served_vector
+        SELECT request_key, served_text, semantic_scope, served_vector, embedding_model
         FROM wrong_answer_reports WHERE request_key IN (SELECT unnest(?::BLOB[]))
             AND served_text IS NOT NULL AND withdrawn_at IS NULL
         """,
         [list(dict.fromkeys(keys))] * 2,
     ).fetchall()
     by_key: dict[bytes, list[Side]] = {}
-    for key, text, scope, vector in found:
+    for key, text, scope, vector, embedding_model in found:
         stored = None if vector is None else np.asarray(vector, dtype=np.float32)
-        by_key.setdefault(key, []).append(Side(text, scope, stored))
+        by_key.setdefault(key, []).append(Side(text, scope, stored, embedding_model))
     return Reports(by_key)
 
 
 def _within_threshold(asker: Asker, side: Side) -> bool:
-    """Close enough for the reported side to answer the asker (the same scope, so the same
-    embedding model and namespace)."""
-    return (
-        side.vector is not None
-        and side.scope == asker.scope
-        and float(asker.vector @ side.vector) >= asker.threshold
-    )
+    """Close enough for the reported side to answer the asker. The key both are answered by
+    pins tenant, namespace, model, version, params and prefix; what must also agree for two
+    vectors to compare is the embedding model. Not the whole scope: a namespace that starts
+    or stops keeping languages apart, or a new rule placing languages, moves the asker's
+    scope, and the report then blocked only its very text (a review's finding). A report
+    recorded before its embedding model was kept compares by scope, as it did."""
+    if side.vector is None:
+        return False
+    if side.embedding_model is None or asker.embedding_model is None:
+        comparable = side.scope == asker.scope
+    else:
+        comparable = side.embedding_model == asker.embedding_model
+    return comparable and float(asker.vector @ side.vector) >= asker.threshold
 
 
 def blocked_by_reports(
@@ -290,15 +301,20 @@ def blocked_by_reports(
 
 def _askers(requests: pl.DataFrame, vectors: np.ndarray) -> list[Asker]:
     """requests: input, semantic_scope, semantic_threshold, semantic_verify,
-    semantic_verify_threshold; one row per vector."""
+    semantic_verify_threshold and, where known, embedding_model; one row per vector."""
+    if "embedding_model" in requests.columns:
+        embedding_models = requests["embedding_model"].to_list()
+    else:
+        embedding_models = [None] * requests.height
     return [
-        Asker(text, scope, vector, threshold, bool(verify_on), verify_threshold or 0.0)
-        for text, scope, threshold, verify_on, verify_threshold, vector in zip(
+        Asker(text, scope, vector, threshold, bool(verify_on), verify_threshold or 0.0, embedding_model)
+        for text, scope, threshold, verify_on, verify_threshold, embedding_model, vector in zip(
             requests["input"].to_list(),
             requests["semantic_scope"].to_list(),
             requests["semantic_threshold"].to_list(),
             requests["semantic_verify"].to_list(),
             requests["semantic_verify_threshold"].to_list(),
+            embedding_models,
             vectors,
             strict=True,
         )

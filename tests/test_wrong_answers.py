@@ -91,6 +91,28 @@ def test_a_side_without_its_vector_or_of_another_scope_blocks_only_its_own_text(
     assert _blocked(minilm, texts, reports=_reports(minilm, with_vector=False)) == [True, False]
 
 
+def test_a_side_of_the_askers_embedding_model_blocks_rewordings_whatever_the_scope(minilm):
+    """A namespace that starts keeping languages apart (or a new rule placing languages) moves
+    its scopes; a report on the same embedding model still stops rewordings (before, a review
+    saw a rewording served the reported answer). Another embedding model's vector compares
+    with nothing."""
+    texts = [SUBSCRIPTION, "How can I cancel my subscription?"]
+    vectors = minilm(texts)
+    side = Side(SUBSCRIPTION, "acme/faq/en", minilm([SUBSCRIPTION])[0], "all-MiniLM-L6-v2")
+
+    def blocked(embedding_model):
+        askers = [
+            Asker(t, SCOPE, v, THRESHOLD, False, 0.7, embedding_model)
+            for t, v in zip(texts, vectors, strict=True)
+        ]
+        found = blocked_by_reports(askers, [[ENTRY_KEY]] * 2, Reports({ENTRY_KEY: [side]}), None)
+        return [ENTRY_KEY in keys for keys in found]
+
+    assert blocked("all-MiniLM-L6-v2") == [True, True]
+    assert blocked("multilingual-e5-small") == [True, False]
+    assert blocked(None) == [True, False]  # an asker of unknown model: scopes decide, as before
+
+
 def _cancel(request_id, text):
     return _faq(request_id, text, namespace="demo-cancellations")
 
@@ -191,6 +213,7 @@ def test_a_reported_semantic_answer_stops_only_requests_like_it_either_way(home,
     printed = json.loads(capsys.readouterr().out)
     assert (printed["request_text"], printed["served_text"]) == (SUBSCRIPTION, ORDER)
     assert printed["served_key"] == order.hex()
+    assert printed["embedding_model"] == "all-MiniLM-L6-v2"
     flow(day2)
     assert _outcomes(home, day2) == {"b-2": ("model", None), "b-3": ("semantic", order)}
 
