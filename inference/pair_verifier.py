@@ -82,7 +82,14 @@ MAX_PAIR_TOKENS = 64
 # a pair (0.709 at that recall, 0.862 at the defaults); the fourth holdout gives 289 hits
 # with 9 wrong all three ways.
 READ_PAIR_TOKENS = 128
-UNREAD_PAIR = f"longer than the verifier reads ({READ_PAIR_TOKENS} word pieces)"
+# Nor is a pair scored whose texts hold characters the tokenizers read only as unknown
+# ([UNK]: emoji, many symbols, some Chinese characters) standing for different text: "what
+# does the 👍 emoji mean" / "... 👎 ..." read as the very same word pieces, and a review saw
+# them served at 0.97.
+UNREAD_PAIR = (
+    f"not read whole by the verifier (over {READ_PAIR_TOKENS} word pieces, or characters it "
+    "reads only as unknown that differ)"
+)
 # Texts whose lengths a verifier remembers (a few MB at most); past it, it starts afresh.
 TEXT_LENGTHS_KEPT = 100_000
 # The embedding model whose tokenizer and word embeddings the verifier shares.
@@ -160,7 +167,8 @@ class PairVerifier:
         # or found their scores kept (verifier_counts, in the assets' metadata).
         self.pairs_read = 0
         self.pairs_from_kept_scores = 0
-        self._lengths: dict[str, int] = {}  # text -> word pieces (unread)
+        # text -> (word pieces, the text behind its unknown pieces, sorted) (unread)
+        self._readings: dict[str, tuple[int, tuple[str, ...]]] = {}
 
     def remembering(self, memory: LearnedScoreMemory | None) -> PairVerifier:
         """This verifier (the same loaded models) with both stages keeping their learned
@@ -239,39 +247,46 @@ class PairVerifier:
         return vetoed, cautioned
 
     def unread(self, pairs: list[tuple[str, str]], among: np.ndarray | None = None) -> np.ndarray:
-        """Which pairs (of those `among` marks) are longer than this verifier's stages read
-        whole (READ_PAIR_TOKENS under each stage's tokenizer): they are not scored. A pair's
-        length is its two texts' plus the separators, so each text is counted once."""
+        """Which pairs (of those `among` marks) this verifier's stages do not read whole, so
+        that they are not scored (UNREAD_PAIR): longer than READ_PAIR_TOKENS under a stage's
+        tokenizer (a pair's length is its two texts' plus the separators, so each text is
+        counted once), or holding unknown pieces that stand for different text."""
         unread = np.zeros(len(pairs), dtype=bool)
         asked = np.flatnonzero(np.ones(len(pairs), dtype=bool) if among is None else among)
         for stage in [self] if self.second_stage is None else [self, self.second_stage]:
-            asked = asked[~unread[asked]]  # the second stage's count only where the first fits
+            asked = asked[~unread[asked]]  # the second stage's count only where the first reads
             if not len(asked):
                 break
-            lengths = stage._text_lengths({text for i in asked for text in pairs[i]})
+            readings = stage._text_readings({text for i in asked for text in pairs[i]})
             separators = stage.tokenizer.num_special_tokens_to_add(pair=True)
-            unread[asked] = [
-                lengths[pairs[i][0]] + lengths[pairs[i][1]] + separators > READ_PAIR_TOKENS for i in asked
-            ]
+            for i in asked:
+                (a_length, a_unknown), (b_length, b_unknown) = readings[pairs[i][0]], readings[pairs[i][1]]
+                unread[i] = a_length + b_length + separators > READ_PAIR_TOKENS or a_unknown != b_unknown
         return unread
 
-    def _text_lengths(self, texts: set[str]) -> dict[str, int]:
-        """Word pieces of each text under this stage's tokenizer, without special tokens
-        (remembered: a request meets several entries, and a day meets yesterday's texts)."""
-        new = [text for text in texts if text not in self._lengths]
+    def _text_readings(self, texts: set[str]) -> dict[str, tuple[int, tuple[str, ...]]]:
+        """Each text's word pieces under this stage's tokenizer, without special tokens, and
+        the text behind its unknown pieces (remembered: a request meets several entries, and
+        a day meets yesterday's texts)."""
+        new = [text for text in texts if text not in self._readings]
         if new:
-            if len(self._lengths) + len(new) > TEXT_LENGTHS_KEPT:
-                self._lengths.clear()
-            counted = self.tokenizer(
+            if len(self._readings) + len(new) > TEXT_LENGTHS_KEPT:
+                self._readings.clear()
+            encoded = self.tokenizer(
                 new,
                 add_special_tokens=False,
                 truncation=False,
                 verbose=False,
                 return_attention_mask=False,
                 return_token_type_ids=False,
-            )["input_ids"]
-            self._lengths.update(zip(new, map(len, counted), strict=True))
-        return {text: self._lengths[text] for text in texts}
+                return_offsets_mapping=True,
+            )
+            unknown_id = self.tokenizer.unk_token_id
+            for text, ids, offsets in zip(new, encoded["input_ids"], encoded["offset_mapping"], strict=True):
+                pieces = zip(ids, offsets, strict=True)
+                unknown = sorted(text[start:end] for piece, (start, end) in pieces if piece == unknown_id)
+                self._readings[text] = (len(ids), tuple(unknown))
+        return {text: self._readings[text] for text in texts}
 
     def _learned(self, ordered: list[tuple[str, str]]) -> np.ndarray:
         """This stage's learned scores of ordered pairs: kept ones from the memory, the

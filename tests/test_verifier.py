@@ -323,3 +323,18 @@ def test_a_pair_longer_than_the_verifier_reads_is_not_scored(verifier, monkeypat
     # the learned score alone (vetoes=False, as benchmarks read it) still reads it, cut to fit
     verifier.score([long_pair], vetoes=False)
     assert tuple(sorted(long_pair)) in read
+
+
+def test_a_pair_whose_unknown_characters_differ_is_not_scored(verifier):
+    """Emoji and many symbols are one unknown word piece to both stages' tokenizers, so
+    "👍" / "👎" read as the very same pair of texts (a review saw it served at 0.97). Where
+    the unknown pieces stand for the same text, or there are none, the pair is read."""
+    thumbs = ("what does the 👍 emoji mean", "what does the 👎 emoji mean")
+    same_emoji = ("what does the 👍 emoji mean", "meaning of the 👍 emoji")
+    one_side = ("what does the 👍 emoji mean", "what does the thumbs up emoji mean")
+    plain = ("How do I reset my password?", "How can I reset my password?")
+    ids = [verifier.tokenizer(text)["input_ids"] for text in thumbs]
+    assert ids[0] == ids[1]  # what the model would see
+    assert verifier.unread([thumbs, same_emoji, one_side, plain]).tolist() == [True, False, True, False]
+    scores = verifier.score([thumbs, plain])
+    assert scores[0] == 0.0 and scores[1] > 0.7
