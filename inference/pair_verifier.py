@@ -65,6 +65,16 @@ SURE_FIRST_STAGE_MIN = 0.5
 # of 63 served up to 29 more hits and none more wrong (the defaults 1,011 with 18 wrong
 # against 998 with 18); at 0.97, 28 of the 63 took a wrong hit more (benchmarks/RESULTS.md).
 CAUTIONED_MIN_SCORE = 0.98
+# In bfloat16 a pair's score depends on what else its call holds: the matrix products take
+# their shape from the whole batch (rows and padded length), and a review saw 206 of 600
+# pairs move, by up to 0.013 (0.086 in logits), between one call and calls of 7, one of them
+# across 0.7. So a pair whose score, or a stage's, lies within this many logits of a cut
+# its decision turns on (the threshold it is held to, the second stage's floor, the sure
+# rule's two cuts) is scored again in float32, whose scores did not move (6e-6 at most):
+# what is served then does not depend on the rest of the partition. In logits, as the
+# moves are alike there (at most 0.047 to 0.086 across the range) where in probabilities
+# they shrink towards 0 and 1.
+BFLOAT16_LOGIT_NOISE = 0.15
 WEIGHTS_FILE = "weights.safetensors"
 CONFIG_FILE = "config.json"
 RECORD_FILE = "training.json"
@@ -154,6 +164,7 @@ class PairVerifier:
         second_stage: PairVerifier | None = None,
         identity: str | None = None,
         memory: LearnedScoreMemory | None = None,
+        exact: PairVerifier | None = None,
     ) -> None:
         if memory is not None and identity is None:
             raise ValueError("a verifier keeps scores only under an identity (load_verifier gives one)")
@@ -163,6 +174,8 @@ class PairVerifier:
         self.second_stage = second_stage
         self.identity = identity
         self.memory = memory
+        # The same models in float32, for pairs near a cut (BFLOAT16_BATCH_NOISE); None in float32.
+        self.exact = exact
         # What this stage did with the pairs it was asked about: read them with its models,
         # or found their scores kept (verifier_counts, in the assets' metadata).
         self.pairs_read = 0
@@ -175,7 +188,8 @@ class PairVerifier:
         scores in `memory`: a pair a stage has read before is not read again (None: a
         copy that keeps nothing)."""
         second = None if self.second_stage is None else self.second_stage.remembering(memory)
-        return PairVerifier(self.models, self.tokenizer, self.dtype, second, self.identity, memory)
+        exact = None if self.exact is None else self.exact.remembering(memory)
+        return PairVerifier(self.models, self.tokenizer, self.dtype, second, self.identity, memory, exact)
 
     @classmethod
     def load(
@@ -219,7 +233,9 @@ class PairVerifier:
         stage, a pair the first stage scores under both its threshold and
         SURE_FIRST_STAGE_MIN scores 0 without reading the second: no served score
         (two_stage_scores) could reach the threshold, so every decision at those
-        thresholds is the same, for a fraction of the larger model's time.
+        thresholds is the same, for a fraction of the larger model's time. In bfloat16, a
+        pair near a cut its decision at that threshold turns on is scored in float32
+        (BFLOAT16_LOGIT_NOISE), so the decision does not depend on the rest of the call.
         """
         scores = np.zeros(len(pairs), dtype=np.float32)
         vetoed, cautioned = self.checks(pairs) if vetoes else (np.zeros(len(pairs), dtype=bool),) * 2
@@ -227,17 +243,43 @@ class PairVerifier:
         if not len(to_score):
             return scores
         scores[to_score] = self._learned([tuple(sorted(pairs[i])) for i in to_score])
+        first = scores.copy()
+        second_scores = np.full(len(pairs), np.nan, dtype=np.float32)
+        bar = np.zeros(len(pairs)) if at_least is None else np.asarray(at_least, dtype=float)
+        # A cautioned pair is held to CAUTIONED_MIN_SCORE at least.
+        bar = np.where(cautioned, np.maximum(bar, CAUTIONED_MIN_SCORE), bar)
+        floor = np.maximum(SECOND_STAGE_FLOOR, np.minimum(bar, SURE_FIRST_STAGE_MIN))
         if self.second_stage is not None:
-            bar = np.zeros(len(pairs)) if at_least is None else np.asarray(at_least, dtype=float)
-            # A cautioned pair is held to CAUTIONED_MIN_SCORE at least.
-            bar = np.where(cautioned, np.maximum(bar, CAUTIONED_MIN_SCORE), bar)
-            floor = np.maximum(SECOND_STAGE_FLOOR, np.minimum(bar, SURE_FIRST_STAGE_MIN))
             passed = np.flatnonzero(scores >= floor)
             scores[scores < floor] = 0.0
             if len(passed):
-                second = self.second_stage.score([pairs[i] for i in passed], vetoes=False)
-                scores[passed] = two_stage_scores(scores[passed], second)
-        return checked_scores(scores, vetoed, cautioned)
+                second_scores[passed] = self.second_stage.score([pairs[i] for i in passed], vetoes=False)
+                scores[passed] = two_stage_scores(scores[passed], second_scores[passed])
+        scores = checked_scores(scores, vetoed, cautioned)
+        if self.exact is not None and at_least is not None:
+            near = ~vetoed & self._near_a_cut(first, second_scores, scores, bar, floor)
+            if near.any():
+                rows = np.flatnonzero(near)
+                again = [pairs[i] for i in rows]
+                scores[rows] = self.exact.score(again, vetoes=vetoes, at_least=[at_least[i] for i in rows])
+        return scores
+
+    def _near_a_cut(
+        self, first: np.ndarray, second: np.ndarray, served: np.ndarray, bar: np.ndarray, floor: np.ndarray
+    ) -> np.ndarray:
+        """Pairs whose decision at `bar` could turn with a move of BFLOAT16_LOGIT_NOISE in a
+        stage's score (second: NaN where the second stage did not read the pair)."""
+
+        def close(scores, cut) -> np.ndarray:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                return np.abs(_logit(scores) - _logit(cut)) < BFLOAT16_LOGIT_NOISE
+
+        near = close(served, bar) & (bar > 0)
+        if self.second_stage is not None:
+            near |= close(first, floor)
+            near |= close(first, SURE_FIRST_STAGE_MIN) & (second >= SECOND_STAGE_SURE * 0.99)
+            near |= close(second, SECOND_STAGE_SURE) & (first >= SURE_FIRST_STAGE_MIN * 0.9)
+        return near
 
     def checks(self, pairs: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
         """Two masks over the pairs, decided before any model reads them: vetoed (by a conflict
@@ -323,11 +365,18 @@ def verifier_counts(verifier: PairVerifier | None) -> dict[str, int]:
     """Pairs a verifier's models read and pairs whose scores were kept, over both stages
     (0 where no verifier was needed)."""
     stages = [verifier, verifier.second_stage] if verifier is not None else []
+    if verifier is not None and verifier.exact is not None:
+        stages += [verifier.exact, verifier.exact.second_stage]
     stages = [stage for stage in stages if stage is not None]
     return {
         "verifier_pairs_read": sum(stage.pairs_read for stage in stages),
         "verifier_pairs_from_kept_scores": sum(stage.pairs_from_kept_scores for stage in stages),
     }
+
+
+def _logit(p) -> np.ndarray:
+    p = np.clip(np.asarray(p, dtype=np.float64), 1e-7, 1 - 1e-7)
+    return np.log(p / (1 - p))
 
 
 def two_stage_scores(first: np.ndarray, second: np.ndarray) -> np.ndarray:
@@ -402,7 +451,8 @@ def _load_verifier(
     if second_stage is not None:
         model, second_tokenizer, second_digest = _load_second_stage(second_stage)
         second = PairVerifier([model], second_tokenizer, dtype, identity=stage_identity(second_digest, dtype))
-    return PairVerifier(models, tokenizer, dtype, second, identity=stage_identity(digest, dtype))
+    exact = _load_verifier(base_folder, folders, "float32", second_stage) if dtype == "bfloat16" else None
+    return PairVerifier(models, tokenizer, dtype, second, identity=stage_identity(digest, dtype), exact=exact)
 
 
 def models_digest(folders: Sequence[str | Path]) -> str:

@@ -338,3 +338,30 @@ def test_a_pair_whose_unknown_characters_differ_is_not_scored(verifier):
     assert verifier.unread([thumbs, same_emoji, one_side, plain]).tolist() == [True, False, True, False]
     scores = verifier.score([thumbs, plain])
     assert scores[0] == 0.0 and scores[1] > 0.7
+
+
+HSA = (
+    "Does money in my HSA carry over to next year?",
+    "It's December and I still have $2,000 sitting in the health savings account that goes with "
+    "my high-deductible plan. Do I need to spend it before the year ends or lose it?",
+)
+
+
+def test_in_bfloat16_a_pair_near_its_threshold_is_decided_the_same_whatever_its_call_holds():
+    """In bfloat16 this pair scored 0.6943 alone and 0.7001 beside 63 other pairs (a review):
+    served at 0.7 or not by what else the partition held. Near a cut it is scored in float32,
+    which gives it one score in any company; far from every cut bfloat16 stands."""
+    from inference.pair_verifier import SECOND_STAGE_MODEL
+
+    base = str(load_settings().embedding_model("all-MiniLM-L6-v2").model_folder())
+    in_bfloat16 = load_verifier(base, dtype="bfloat16", second_stage=SECOND_STAGE_MODEL)
+    in_float32 = load_verifier(base, dtype="float32", second_stage=SECOND_STAGE_MODEL)
+    # Shorter pairs beside it change the batch's shape (without the float32 score: 0.6984).
+    others = [(f"short one {n}. Can I get my money back?", "short one. Refund?") for n in range(63)]
+    alone = in_bfloat16.score([HSA], at_least=[0.7])[0]
+    among = in_bfloat16.score([HSA, *others], at_least=[0.7] * 64)[0]
+    assert alone == among == pytest.approx(in_float32.score([HSA], at_least=[0.7])[0], abs=1e-5)
+    assert in_bfloat16.exact.pairs_read >= 1
+    # Held to 0.1 only, the pair is far from every cut: its bfloat16 score stands.
+    far = in_bfloat16.score([HSA], at_least=[0.1])[0]
+    assert far != pytest.approx(in_float32.score([HSA], at_least=[0.1])[0], abs=1e-5)
