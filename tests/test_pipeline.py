@@ -532,6 +532,8 @@ def test_a_multilingual_namespace_answers_each_language_from_its_own(tmp_path):
 def test_a_text_the_model_cannot_read_is_recorded_exact_only_when_written(tmp_path):
     """Keying already said why a Chinese request gets exact matching only under MiniLM:
     write-back records its entry so, and the next look-up does not read it again."""
+    from storage.semantic_coverage import COVERAGE_RULE_VERSION
+
     _land(tmp_path, DAY1, [_faq("d1-1", "我怎么重置我的密码？"), _faq("d1-2", "How do I reset my password?")])
     _land(tmp_path, DAY2, [_faq("d2-1", "What are your opening hours?")])
     resource = InferCacheResource(home=str(tmp_path))
@@ -542,7 +544,7 @@ def test_a_text_the_model_cannot_read_is_recorded_exact_only_when_written(tmp_pa
             "all-MiniLM-L6-v2",
             True,
             "text in Cjk script; all-MiniLM-L6-v2 covers en: exact matching only",
-            "rule 1; all-MiniLM-L6-v2: en; verifier: en",  # as keying decided it
+            f"rule {COVERAGE_RULE_VERSION}; all-MiniLM-L6-v2: en; verifier: en",  # as keying decided it
         )
     ]
     lookups = _metadata(_materialize(resource, DAY2, dg.DagsterInstance.ephemeral()), "semantic_lookups")
