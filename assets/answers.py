@@ -51,7 +51,7 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
         current_embeddings(misses.filter("semantic_enabled"), partition, infercache.embedding_fingerprint)
         misses = misses.with_columns(
             vector=pl.when("semantic_enabled").then(pl.col("vector")).otherwise(None)
-        ).drop("semantic_enabled", "embedding_model", "text_hash", "model_fingerprint")
+        ).drop("semantic_enabled", "text_hash", "model_fingerprint")  # embedding_model: for reports
         reports = reports_against(con, misses["key"].to_list())
     blocked = functools.partial(blocked_within, reports=reports) if reports else None
     verifier = infercache.pair_verifier_for(misses)

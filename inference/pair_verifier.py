@@ -255,9 +255,11 @@ class PairVerifier:
             if len(passed):
                 second_scores[passed] = self.second_stage.score([pairs[i] for i in passed], vetoes=False)
                 scores[passed] = two_stage_scores(scores[passed], second_scores[passed])
+        unchecked = scores
         scores = checked_scores(scores, vetoed, cautioned)
         if self.exact is not None and at_least is not None:
-            near = ~vetoed & self._near_a_cut(first, second_scores, scores, bar, floor)
+            # Before the checks: a cautioned pair just under CAUTIONED_MIN_SCORE is near its cut.
+            near = ~vetoed & self._near_a_cut(first, second_scores, unchecked, bar, floor)
             if near.any():
                 rows = np.flatnonzero(near)
                 again = [pairs[i] for i in rows]

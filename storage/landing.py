@@ -69,7 +69,7 @@ def read_landing(folder: Path, settings: Settings) -> LandedRows:
             except _Rejected as rejected:
                 quarantined.append(
                     {
-                        "request_id": request_id if isinstance(request_id, str) else None,
+                        "request_id": _storable(request_id) if isinstance(request_id, str) else None,
                         "source_file": path.name,
                         "row_number": row_number,
                         "raw_json": raw,
@@ -138,6 +138,11 @@ def _validate(parsed: Any, settings: Settings) -> dict[str, Any]:
     for field, value in row.items():
         _require_unicode_text(field.removesuffix("_json"), value)
     return row | {"submitted_at": _timestamp(parsed.get("submitted_at"))}
+
+
+def _storable(text: str) -> str:
+    """The text as stored in quarantine: a lone surrogate written as its escape (\\ud83d)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _require_unicode_text(field: str, value: str) -> None:

@@ -157,15 +157,18 @@ def _read(texts: Sequence[str], rows: list[int], languages: tuple[str, ...], fou
 
 
 def _detectable_script(text: str) -> str | None:
-    """The script a detector reads the text in: Latin or a script several languages share,
-    where nearly all its letters are of it and there is more than one word to read."""
+    """The script a detector reads the text in, where there is more than one word to read:
+    Latin where nearly all its letters are Latin; a script several languages share where
+    most are of it ("Как изменить пароль на iPhone?": a name in Latin letters must not keep
+    Russian and Bulgarian apart from the detector)."""
     counts = letter_scripts(text)
     total = sum(counts.values())
     if not total or _words_with_letters(text) < MIN_DETECTED_WORDS:
         return None
     script, letters = counts.most_common(1)[0]
-    readable = script == "LATIN" or script in SHARED_SCRIPT_LANGUAGES
-    return script if readable and letters / total >= 1 - MIN_SCRIPT_SHARE else None
+    if script == "LATIN":
+        return script if letters / total >= 1 - MIN_SCRIPT_SHARE else None
+    return script if script in SHARED_SCRIPT_LANGUAGES and letters / total > 0.5 else None
 
 
 def _words_with_letters(text: str) -> int:
@@ -207,6 +210,12 @@ SCOPE_ENGLISH_SHARE = 0.5
 # place: such texts get exact matching only where languages are kept apart (a shared scope
 # served Spanish "Precio" the answer to Italian "Prezzo").
 UNPLACED = frozenset({"latin", *(script.lower() for script in SHARED_SCRIPT_LANGUAGES)})
+
+
+def is_unplaced(scope_label: str) -> bool:
+    """Whether scope_language could not place the text: a script several languages write,
+    or several scripts with no sure reading ("cjk+latin")."""
+    return scope_label in UNPLACED or "+" in scope_label
 
 
 def scope_language(text: str, detected: Detection = None) -> str:

@@ -15,7 +15,7 @@ import dataclasses
 from storage.config import NamespaceSettings, Settings
 from storage.input_length import cut_short, reading_limit
 from storage.keys import normalized_text
-from storage.languages import UNPLACED, Detection, coverage_gap, detect_languages, scope_language
+from storage.languages import Detection, coverage_gap, detect_languages, is_unplaced, scope_language
 
 SEMANTIC_OFF = "semantic reuse is off for this namespace"
 # Bump when the rule that decides exact matching only changes (scripts, the detector's
@@ -178,10 +178,11 @@ def _reasons(
             reason = coverage_gap(text, "the pair verifier", settings.verifier_languages, language)
         if reason is None and language_scoped(namespace, settings):
             placed = scope_language(text, language)
-            if placed in UNPLACED:
+            if is_unplaced(placed):
                 # A scope of every text nothing could place would mix their languages.
+                scripts = " and ".join(part.title() for part in placed.split("+"))
                 reason = (
-                    f"its language could not be placed ({placed.title()} script; {_reading(language)}) "
+                    f"its language could not be placed ({scripts} script; {_reading(language)}) "
                     f"and namespace {namespace.name!r} keeps languages apart: exact matching only"
                 )
         reasons.append(reason)
@@ -190,7 +191,7 @@ def _reasons(
 
 def _reading(detected: Detection) -> str:
     if detected is None:
-        return "one word is too little to read"
+        return "too few words, or letters of several scripts, to read"
     return f"read as {detected[0]} at confidence {detected[1]:.2f} only"
 
 

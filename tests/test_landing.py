@@ -32,6 +32,7 @@ BAD_ROWS = [
     ({**GOOD, "request_id": "u1", "input": "reset my password \ud83d"}, "input holds a lone surrogate"),
     ({**GOOD, "request_id": "u2", "prefix": "\udc00 system"}, "prefix holds a lone surrogate (U+DC00"),
     ({**GOOD, "request_id": "u3", "params": {"stop": "\ud83d"}}, "params holds a lone surrogate"),
+    ({**GOOD, "request_id": "u4\ud83d"}, "request_id holds a lone surrogate (U+D83D at character 2)"),
     ({**GOOD, "input": "another text"}, "duplicate request_id 'r1'"),
 ]
 
@@ -61,6 +62,8 @@ def test_bad_rows_are_quarantined_with_their_reason(tmp_path, settings):
     for (_, expected), reason in zip(BAD_ROWS, reasons, strict=False):
         assert expected in reason
     assert "NaN and infinity" in reasons[len(BAD_ROWS)]
+    # An id that is no Unicode text is kept as its escape (a write of it would fail).
+    assert "u4\\ud83d" in landed.quarantined["request_id"].to_list()
     assert "not valid JSON" in reasons[len(BAD_ROWS) + 1]
     assert "must be a JSON object" in reasons[len(BAD_ROWS) + 2]
     # Nothing dropped: every non-blank line is on one side, with its raw text kept.

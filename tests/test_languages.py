@@ -352,6 +352,21 @@ def test_cyrillic_text_is_covered_only_in_a_declared_language():
     assert "reads as bg" in coverage_gap(texts[2], "e5", e5, bulgarian)
 
 
+def test_cyrillic_text_with_a_name_in_latin_letters_is_still_read():
+    """Under 80% Cyrillic, these were never read and all three shared one scope (a review)."""
+    from storage.languages import scope_language
+
+    texts = [
+        "Как изменить пароль на iPhone?",
+        "Як змінити пароль на iPhone?",
+        "Как да сменя паролата в Amazon Prime?",
+    ]
+    detected = detect_languages(texts)
+    assert [scope_language(t, d) for t, d in zip(texts, detected, strict=True)][:2] == ["ru", "uk"]
+    assert detected[2][0] == "bg"
+    assert "reads as bg" in coverage_gap(texts[2], "e5", ("en", "ru", "uk"), detected[2])
+
+
 def test_text_nothing_could_place_gets_exact_matching_only_where_languages_are_kept_apart(tmp_path):
     """Unplaced texts shared one scope, so Spanish "Precio" was served the answer to Italian
     "Prezzo" (a review's pipeline run on e5). Where the namespace reuses across languages, or
@@ -362,13 +377,14 @@ def test_text_nothing_could_place_gets_exact_matching_only_where_languages_are_k
     write_namespace_override(tmp_path, "apart", {"semantic": plain})
     write_namespace_override(tmp_path, "across", {"semantic": {**plain, "cross_language": True}})
     settings = load_settings(home=tmp_path)
-    texts = ["Precio", "Как", "How do I reset my password?", "Як скинути пароль?"]
-    apart = semantic_skip_reasons(texts, [settings.namespace("apart")] * 4, settings)
-    assert "could not be placed (Latin script; one word is too little to read)" in apart[0]
+    texts = ["Precio", "Как", "How do I reset my password?", "Як скинути пароль?", "Hello друг, hello world"]
+    apart = semantic_skip_reasons(texts, [settings.namespace("apart")] * 5, settings)
+    assert "could not be placed (Latin script; too few words, or letters of several scripts" in apart[0]
     assert "namespace 'apart' keeps languages apart" in apart[0]
     assert "could not be placed (Cyrillic script" in apart[1]
-    assert apart[2:] == [None, None]
-    assert semantic_skip_reasons(texts, [settings.namespace("across")] * 4, settings) == [None] * 4
+    assert apart[2:4] == [None, None]
+    assert "could not be placed (Cyrillic and Latin script" in apart[4]
+    assert semantic_skip_reasons(texts, [settings.namespace("across")] * 5, settings) == [None] * 5
 
 
 CROSS_LANGUAGE_WORKLOAD = [

@@ -365,3 +365,25 @@ def test_in_bfloat16_a_pair_near_its_threshold_is_decided_the_same_whatever_its_
     # Held to 0.1 only, the pair is far from every cut: its bfloat16 score stands.
     far = in_bfloat16.score([HSA], at_least=[0.1])[0]
     assert far != pytest.approx(in_float32.score([HSA], at_least=[0.1])[0], abs=1e-5)
+
+
+def test_in_bfloat16_a_cautioned_pair_just_under_its_cut_is_read_again_in_float32(monkeypatch):
+    """The caution's cut (CAUTIONED_MIN_SCORE) zeroed the pair before the nearness was looked
+    at, so such a pair stayed decided in bfloat16 (a review); the cut is moved next to the
+    pair's score here, as the shipped 0.98 lies too close to the surest pairs to pick one."""
+    import inference.pair_verifier as pair_verifier
+    from inference.pair_conflicts import checked
+
+    base = str(load_settings().embedding_model("all-MiniLM-L6-v2").model_folder())
+    in_bfloat16 = load_verifier(base, dtype="bfloat16")
+    waze = (
+        "waze mute voice",
+        "I like seeing the route on Waze, but I don't want it talking while I'm listening to "
+        "podcasts. How do I silence the voice?",
+    )
+    assert checked([waze])[1].tolist() == [True]  # cautioned: a negation on one side
+    learned = float(in_bfloat16.score([waze], vetoes=False)[0])
+    monkeypatch.setattr(pair_verifier, "CAUTIONED_MIN_SCORE", learned + 1e-5)
+    before = in_bfloat16.exact.pairs_read
+    in_bfloat16.score([waze], at_least=[0.7])
+    assert in_bfloat16.exact.pairs_read == before + 1

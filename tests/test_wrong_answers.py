@@ -11,6 +11,7 @@ from datetime import datetime
 
 import dagster as dg
 import duckdb
+import polars as pl
 import pytest
 
 from orchestration.cli import main
@@ -111,6 +112,29 @@ def test_a_side_of_the_askers_embedding_model_blocks_rewordings_whatever_the_sco
     assert blocked("all-MiniLM-L6-v2") == [True, True]
     assert blocked("multilingual-e5-small") == [True, False]
     assert blocked(None) == [True, False]  # an asker of unknown model: scopes decide, as before
+
+
+def test_folding_compares_a_report_by_embedding_model_too(minilm):
+    """inference_outputs dropped the embedding model before folding, so folding still compared
+    scopes (a review folded the rewording into the reported answer's look-alike)."""
+    from storage.wrong_answers import blocked_within
+
+    texts = [ORDER, "How can I cancel my subscription?"]
+    group = pl.DataFrame(
+        {
+            "key": [ENTRY_KEY, b"rewording"],
+            "input": texts,
+            "semantic_scope": [SCOPE, SCOPE],
+            "semantic_threshold": [THRESHOLD] * 2,
+            "semantic_verify": [False] * 2,
+            "semantic_verify_threshold": [0.7] * 2,
+            "embedding_model": ["all-MiniLM-L6-v2"] * 2,
+        }
+    )
+    side = Side(SUBSCRIPTION, "acme/faq/en", minilm([SUBSCRIPTION])[0], "all-MiniLM-L6-v2")
+    reports = Reports({ENTRY_KEY: [side]})
+    assert blocked_within(group, minilm(texts), None, reports) == frozenset({(1, 0)})
+    assert blocked_within(group.drop("embedding_model"), minilm(texts), None, reports) == frozenset()
 
 
 def _cancel(request_id, text):
