@@ -181,14 +181,26 @@ def replay_points(
     if len(distinct) != len(vectors):
         raise ValueError(f"{len(vectors)} vectors for {len(distinct)} distinct texts")
     row_of = {key: i for i, key in enumerate(distinct)}
-    scored: dict[tuple[str, str], float] = {}
+    scored: dict[tuple[tuple[str, str], float], float] = {}
+    # A verifier in bfloat16 scores a pair near its threshold again in float32 (the pipeline
+    # passes the threshold: inference.pair_verifier.BFLOAT16_LOGIT_NOISE), so a score serves
+    # one verify threshold only; its stages' scores, kept here, serve them all.
+    verifier = getattr(verify, "__self__", None)
+    per_threshold = getattr(verifier, "exact", None) is not None
+    if per_threshold and getattr(verifier, "memory", None) is None:
+        verify = verifier.remembering(_StageScoresInProcess()).score
 
     def remembered(pairs: list[tuple[str, str]], at_least=None) -> np.ndarray:
-        # Scored without `at_least`: one score serves every verify threshold of the grid.
-        new = list(dict.fromkeys(pair for pair in pairs if pair not in scored))
+        # In float32 scored without `at_least`: one score serves every verify threshold.
+        bars = list(at_least) if per_threshold and at_least is not None else [0.0] * len(pairs)
+        asked = list(zip(pairs, bars, strict=True))
+        new = list(dict.fromkeys(a for a in asked if a not in scored))
         if new:
-            scored.update(zip(new, (float(s) for s in verify(new)), strict=True))
-        return np.array([scored[pair] for pair in pairs], dtype=np.float32)
+            new_pairs = [pair for pair, _ in new]
+            bars_asked = [bar for _, bar in new]
+            scores = verify(new_pairs, at_least=bars_asked) if per_threshold else verify(new_pairs)
+            scored.update(zip(new, (float(s) for s in scores), strict=True))
+        return np.array([scored[a] for a in asked], dtype=np.float32)
 
     points = []
     for verify_threshold in verify_grid:
@@ -218,6 +230,21 @@ def replay_points(
                 )
             )
     return points
+
+
+class _StageScoresInProcess:
+    """Each verifier stage's learned scores of pairs for one calibration (the protocol of
+    inference.pair_verifier.LearnedScoreMemory): a pair is read once per stage, whatever
+    the number of verify thresholds it is held to."""
+
+    def __init__(self) -> None:
+        self._scores: dict[tuple[str, tuple[str, str]], float] = {}
+
+    def recall(self, stage: str, pairs) -> np.ndarray:
+        return np.array([self._scores.get((stage, tuple(pair)), np.nan) for pair in pairs], dtype=np.float32)
+
+    def keep(self, stage: str, pairs, scores) -> None:
+        self._scores.update(((stage, tuple(pair)), float(s)) for pair, s in zip(pairs, scores, strict=True))
 
 
 def _replay_counts(
