@@ -215,3 +215,31 @@ def test_what_calibrate_writes_for_each_kind_of_choice(tmp_path):
 
     write_namespace_override(tmp_path, "faq", calibrated_settings(None, record), tenant="acme")
     assert load_settings(home=tmp_path).namespace("faq", "acme").semantic.enabled is False
+
+
+def test_a_bfloat16_calibration_reads_a_pair_near_its_threshold_in_float32_as_the_pipeline_does(
+    minilm, monkeypatch
+):
+    """One bfloat16 score served every verify threshold of the grid, so a pair near a cut was
+    decided as no look-up decides it (a review counted 8 of 900 pairs); each threshold now asks
+    the verifier as the pipeline does, the stages' scores kept for the run."""
+    from inference.pair_verifier import PairVerifier, load_verifier
+    from storage.config import load_settings
+    from tests.test_verifier import HSA
+
+    base = str(load_settings().embedding_model("all-MiniLM-L6-v2").model_folder())
+    in_bfloat16 = load_verifier(base, dtype="bfloat16")
+    asked = []
+    original = PairVerifier.score
+
+    def recording(self, pairs, vetoes=True, at_least=None):
+        asked.append((self.dtype, None if at_least is None else [float(b) for b in at_least]))
+        return original(self, pairs, vetoes=vetoes, at_least=at_least)
+
+    monkeypatch.setattr(PairVerifier, "score", recording)
+    texts = list(HSA)  # 0.694 in bfloat16 alone: within 0.15 logits of 0.7
+    replay_points(texts, ["hsa", "hsa"], minilm(texts), in_bfloat16.score, (0.3,), (0.1, 0.7, 0.97))
+    # (the second stage's own asks carry no threshold)
+    bfloat16_bars = [bars for dtype, bars in asked if dtype == "bfloat16" and bars is not None]
+    assert bfloat16_bars == [[0.1], [0.7], [0.97]]  # one ask a threshold
+    assert ("float32", [0.7]) in asked  # near 0.7: read again in float32, as a look-up would
