@@ -14,7 +14,7 @@ from inference.embedder import load_embedder
 from inference.pair_conflicts import assess
 from inference.pair_data import LabelledFileError, read_pairs, read_workload
 from inference.pair_verifier import UNREAD_PAIR, VERIFIER_BASE_MODEL, load_verifier
-from storage.calibration import Operating
+from storage.calibration import VERIFY_GRID, Operating, per_threshold_verify
 from storage.config import ConfigError, NamespaceSettings, Settings
 from storage.input_length import cut_short
 from storage.keys import normalized_text
@@ -431,8 +431,16 @@ def _pair_points(
     }
     # The verifier only matters where some grid threshold could serve the pair.
     scored = (cosine >= min(COSINE_FLOOR, current.semantic.threshold)) & servable[True]
-    scores = np.zeros(len(pairs), dtype=np.float32)
-    scores[scored] = verify([(p["a"], p["b"]) for p, s in zip(pairs, scored, strict=True) if s])
+    asked = [(p["a"], p["b"]) for p, s in zip(pairs, scored, strict=True) if s]
+    faithful = per_threshold_verify(verify)
+    if faithful is None:
+        scores = np.zeros(len(pairs), dtype=np.float32)
+        scores[scored] = verify(asked)
+    else:  # a bfloat16 verifier: each threshold asked as the pipeline asks it
+        scores = {}
+        for verify_threshold in (t for t in VERIFY_GRID if t is not None):
+            scores[verify_threshold] = np.zeros(len(pairs), dtype=np.float32)
+            scores[verify_threshold][scored] = faithful(asked, at_least=[verify_threshold] * len(asked))
     labels: dict[frozenset, set] = {}
     for pair in pairs:
         # Keyed as the exact cache keys texts, so one pair typed two ways is one pair.

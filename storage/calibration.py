@@ -67,23 +67,26 @@ class Operating:
 
 def operating_points(
     cosine: np.ndarray,
-    verifier_scores: np.ndarray | None,
+    verifier_scores: np.ndarray | dict[float, np.ndarray] | None,
     duplicate: np.ndarray,
     servable: dict[bool, np.ndarray] | None = None,
 ) -> list[Operating]:
     """Every (threshold, verify threshold) of the grid with its precision and recall.
-    `servable[verified]` marks the pairs the pipeline could serve semantically at all at
-    settings that verify (True) or not (False): neither text given exact matching only."""
+    `verifier_scores`: one score a pair, or one array per verify threshold of the grid
+    (per_threshold_verify). `servable[verified]` marks the pairs the pipeline could serve
+    semantically at all at settings that verify (True) or not (False): neither text given
+    exact matching only."""
     positives = int(duplicate.sum())
     points = []
     for verify_threshold in VERIFY_GRID:
         if verify_threshold is not None and verifier_scores is None:
             continue
-        accepted = (
-            np.ones_like(duplicate, dtype=bool)
-            if verify_threshold is None
-            else verifier_scores >= verify_threshold
-        )
+        if verify_threshold is None:
+            accepted = np.ones_like(duplicate, dtype=bool)
+        elif isinstance(verifier_scores, dict):
+            accepted = verifier_scores[verify_threshold] >= verify_threshold
+        else:
+            accepted = verifier_scores >= verify_threshold
         if servable is not None:
             accepted = accepted & servable[verify_threshold is not None]
         for threshold in COSINE_GRID:
@@ -182,13 +185,9 @@ def replay_points(
         raise ValueError(f"{len(vectors)} vectors for {len(distinct)} distinct texts")
     row_of = {key: i for i, key in enumerate(distinct)}
     scored: dict[tuple[tuple[str, str], float], float] = {}
-    # A verifier in bfloat16 scores a pair near its threshold again in float32 (the pipeline
-    # passes the threshold: inference.pair_verifier.BFLOAT16_LOGIT_NOISE), so a score serves
-    # one verify threshold only; its stages' scores, kept here, serve them all.
-    verifier = getattr(verify, "__self__", None)
-    per_threshold = getattr(verifier, "exact", None) is not None
-    if per_threshold and getattr(verifier, "memory", None) is None:
-        verify = verifier.remembering(_StageScoresInProcess()).score
+    faithful = per_threshold_verify(verify)
+    per_threshold = faithful is not None
+    verify = faithful or verify
 
     def remembered(pairs: list[tuple[str, str]], at_least=None) -> np.ndarray:
         # In float32 scored without `at_least`: one score serves every verify threshold.
@@ -230,6 +229,22 @@ def replay_points(
                 )
             )
     return points
+
+
+def per_threshold_verify(verify):
+    """Where `verify` is a bfloat16 verifier's, which scores a pair near the threshold it is
+    held to again in float32 (inference.pair_verifier.BFLOAT16_LOGIT_NOISE; the pipeline
+    passes the threshold), so that a score serves one verify threshold only: the same
+    verifier keeping its stages' scores for the run (each pair read once a stage, whatever
+    the thresholds asked). None where one score serves every threshold."""
+    verifier = getattr(verify, "__self__", None)
+    if getattr(verifier, "exact", None) is None:
+        return None
+    return (
+        verify
+        if getattr(verifier, "memory", None) is not None
+        else verifier.remembering(_StageScoresInProcess()).score
+    )
 
 
 class _StageScoresInProcess:

@@ -243,3 +243,24 @@ def test_a_bfloat16_calibration_reads_a_pair_near_its_threshold_in_float32_as_th
     bfloat16_bars = [bars for dtype, bars in asked if dtype == "bfloat16" and bars is not None]
     assert bfloat16_bars == [[0.1], [0.7], [0.97]]  # one ask a threshold
     assert ("float32", [0.7]) in asked  # near 0.7: read again in float32, as a look-up would
+
+
+def test_operating_points_take_one_score_array_per_verify_threshold():
+    """A bfloat16 verifier's scores hold for the threshold they were asked at (a pair near it
+    was read in float32), so each verify threshold of the grid counts with its own array."""
+    from storage.calibration import VERIFY_GRID
+
+    cosine = np.array([0.9, 0.9])
+    duplicate = np.array([True, False])
+    per_threshold = {t: np.array([0.69, 0.2]) for t in VERIFY_GRID if t is not None}
+    per_threshold[0.7] = np.array([0.71, 0.2])  # as read in float32 near 0.7
+    by_setting = {
+        (p.threshold, p.verify_threshold): p for p in operating_points(cosine, per_threshold, duplicate)
+    }
+    assert by_setting[(0.5, 0.7)].served == 1 and by_setting[(0.5, 0.6)].served == 1
+    assert by_setting[(0.5, 0.8)].served == 0
+    single = {
+        (p.threshold, p.verify_threshold): p
+        for p in operating_points(cosine, np.array([0.69, 0.2]), duplicate)
+    }
+    assert single[(0.5, 0.7)].served == 0
