@@ -174,7 +174,7 @@ class PairVerifier:
         self.second_stage = second_stage
         self.identity = identity
         self.memory = memory
-        # The same models in float32, for pairs near a cut (BFLOAT16_BATCH_NOISE); None in float32.
+        # The same models in float32, for pairs near a cut (BFLOAT16_LOGIT_NOISE); None in float32.
         self.exact = exact
         # What this stage did with the pairs it was asked about: read them with its models,
         # or found their scores kept (verifier_counts, in the assets' metadata).

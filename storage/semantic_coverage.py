@@ -42,11 +42,12 @@ def semantic_decisions(
         [text if ns.semantic.enabled else "" for text, ns in zip(texts, namespaces, strict=True)]
     )
     too_long = _cut_short_by_embedding_model(texts, namespaces, settings)
-    reasons = _reasons(texts, namespaces, settings, detected, too_long)
-    languages = [
-        scope_language(text, language) if reason is None and language_scoped(namespace, settings) else None
-        for text, namespace, language, reason in zip(texts, namespaces, detected, reasons, strict=True)
+    places = [
+        scope_language(text, language) if language_scoped(namespace, settings) else None
+        for text, namespace, language in zip(texts, namespaces, detected, strict=True)
     ]
+    reasons = _reasons(texts, namespaces, settings, detected, too_long, places)
+    languages = [place if reason is None else None for place, reason in zip(places, reasons, strict=True)]
     return reasons, languages
 
 
@@ -138,19 +139,18 @@ def replay_decisions(
     detected = detect_languages(wordings)
     # Length does not depend on verification.
     too_long = _cut_short_by_embedding_model(wordings, [reusing[False]] * len(wordings), settings)
+    # Nor the language a scope holds (language_scoped does not depend on verification).
+    scoped = language_scoped(reusing[False], settings)
+    places = [
+        scope_language(wording, language) if scoped else None
+        for wording, language in zip(wordings, detected, strict=True)
+    ]
     exact_only: dict[bool, set[str]] = {}
     languages: dict[bool, dict[str, str] | None] = {}
     for verified, settings_then in reusing.items():
-        reasons = _reasons(wordings, [settings_then] * len(wordings), settings, detected, too_long)
+        reasons = _reasons(wordings, [settings_then] * len(wordings), settings, detected, too_long, places)
         exact_only[verified] = {key for key, reason in zip(keys, reasons, strict=True) if reason is not None}
-        languages[verified] = (
-            {
-                key: scope_language(wording, language)
-                for key, wording, language in zip(keys, wordings, detected, strict=True)
-            }
-            if language_scoped(settings_then, settings)
-            else None
-        )
+        languages[verified] = dict(zip(keys, places, strict=True)) if scoped else None
     return exact_only, languages
 
 
@@ -160,9 +160,13 @@ def _reasons(
     settings: Settings,
     detected: list[Detection],
     too_long: list[bool],
+    places: list[str | None],
 ) -> list[str | None]:
+    """`places`: each text's scope language where its namespace keeps languages apart
+    (scope_language), else None."""
     reasons: list[str | None] = []
-    for text, namespace, language, long_text in zip(texts, namespaces, detected, too_long, strict=True):
+    rows = zip(texts, namespaces, detected, too_long, places, strict=True)
+    for text, namespace, language, long_text, placed in rows:
         # Looked up even where reuse is off: an unknown model is a configuration error at once,
         # not after the partition's model calls.
         embedder = settings.embedding_model(namespace.semantic.embedding_model)
@@ -176,15 +180,13 @@ def _reasons(
         if reason is None and namespace.semantic.verify:
             # An answer is reused only after verification, and the verifier must read the text.
             reason = coverage_gap(text, "the pair verifier", settings.verifier_languages, language)
-        if reason is None and language_scoped(namespace, settings):
-            placed = scope_language(text, language)
-            if is_unplaced(placed):
-                # A scope of every text nothing could place would mix their languages.
-                scripts = " and ".join(part.title() for part in placed.split("+"))
-                reason = (
-                    f"its language could not be placed ({scripts} script; {_reading(language)}) "
-                    f"and namespace {namespace.name!r} keeps languages apart: exact matching only"
-                )
+        if reason is None and placed is not None and is_unplaced(placed):
+            # A scope of every text nothing could place would mix their languages.
+            scripts = " and ".join(part.title() for part in placed.split("+"))
+            reason = (
+                f"its language could not be placed ({scripts} script; {_reading(language)}) "
+                f"and namespace {namespace.name!r} keeps languages apart: exact matching only"
+            )
         reasons.append(reason)
     return reasons
 
