@@ -218,6 +218,28 @@ def is_unplaced(scope_label: str) -> bool:
     return scope_label in UNPLACED or "+" in scope_label
 
 
+def unplaced_label(text: str) -> str | None:
+    """The label scope_language gives the text where no reading places it (UNPLACED: its
+    script, or its scripts joined), or None where its scripts place it whatever is read
+    (Chinese, Japanese, Korean, Greek...) or it has no letters. Read from the scripts only,
+    without the detector: a vector stored under this label is one an older coverage rule
+    scoped by script, which no request searches now (such texts get exact matching only)."""
+    if text.isascii():  # most texts: ASCII letters are all Latin
+        return "latin" if any(char.isalpha() for char in text) else None
+    counts = letter_scripts(text)
+    total = sum(counts.values())
+    if not total:
+        return None
+    scripts = sorted(script for script, n in counts.items() if n / total >= MIN_SCRIPT_SHARE)
+    label = "+".join(script.lower() for script in scripts)
+    return label if is_unplaced(label) and not _placed_by_script(scripts) else None
+
+
+def _placed_by_script(scripts: list[str]) -> bool:
+    """Scripts only one language writes, however a text mixes them (scope_language)."""
+    return bool({"HIRAGANA", "KATAKANA", "HANGUL"} & set(scripts)) or scripts == ["CJK"]
+
+
 def scope_language(text: str, detected: Detection = None) -> str:
     """The language a text is kept to in a multilingual model's semantic scope, so that a
     request is never served the answer to its wording in another language: its writing

@@ -133,6 +133,15 @@ TABLES: dict[str, str] = {
         latest_partition VARCHAR,
         recorded_at TIMESTAMP NOT NULL
     """,
+    # Tenant namespaces of a multilingual model whose vectors were checked for scopes of
+    # texts the coverage rule of that version leaves unplaced (storage/vector_backfill.py).
+    "unplaced_vector_checks": """
+        embedding_model VARCHAR NOT NULL,
+        tenant VARCHAR NOT NULL,
+        namespace VARCHAR NOT NULL,
+        coverage_rule INTEGER NOT NULL,
+        checked_at TIMESTAMP NOT NULL
+    """,
     # Live entries left without a vector in an embedding model's index because their text
     # is not for it (storage/vector_backfill.py), under what decided it
     # (storage.semantic_coverage.coverage_signature).

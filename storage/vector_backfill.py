@@ -24,6 +24,7 @@ import polars as pl
 import pyarrow as pa
 
 from storage.keys import semantic_scopes_of_stored
+from storage.languages import unplaced_label
 
 _MISSING = """
 SELECT e.*, w.verify, w.decided_under
@@ -205,15 +206,64 @@ def keys_scoped_otherwise(
         schema={"tenant": pl.String, "namespace": pl.String, "language_in_scope": pl.Boolean},
         orient="row",
     )
+    rows = _live_vectors(con, indexed, checked, now, before_partition)
+    without_language = semantic_scopes_of_stored(rows["canonical_request"].to_list(), embedding_model)
+    stored_without_language = rows["semantic_scope"] == pl.Series(without_language, dtype=pl.String)
+    stale = rows.filter(stored_without_language == rows["language_in_scope"])
+    return [StaleVector(*row) for row in stale.select(StaleVector._fields).iter_rows()]
+
+
+def keys_under_unplaced_scopes(
+    con: duckdb.DuckDBPyConnection,
+    indexed: pa.Table,
+    embedding_model: str,
+    namespaces: set[tuple[str, str]],
+    now: datetime,
+    before_partition: str | None = None,
+) -> list[StaleVector]:
+    """Vectors (`indexed`: key, tenant, namespace, semantic_scope) of the (tenant, namespace)
+    given, which keep the text's language in their scopes, stored under the scope of a text
+    nothing places (storage.languages.unplaced_label: "latin", "cyrillic"). Coverage rule 1
+    scoped Cyrillic, Arabic and Devanagari text, and Latin-script text read unsure, by its
+    script; the current rule reads such text among the languages that write it and gives a
+    text still unplaced exact matching only, so no request searches those scopes and their
+    entries would answer no rewording. Told apart from the scripts alone, without the
+    detector; live entries only. The backfill decides them again under the current rule."""
+    if not indexed.num_rows or not namespaces:
+        return []
+    checked = pl.DataFrame(
+        sorted(namespaces), schema={"tenant": pl.String, "namespace": pl.String}, orient="row"
+    )
+    rows = _live_vectors(con, indexed, checked, now, before_partition)
+    labels = [unplaced_label(text) for text in rows["input_text"].to_list()]
+    rows = rows.with_columns(label=pl.Series(labels, dtype=pl.String)).filter(pl.col("label").is_not_null())
+    unplaced = semantic_scopes_of_stored(
+        rows["canonical_request"].to_list(), embedding_model, rows["label"].to_list()
+    )
+    stale = rows.filter(rows["semantic_scope"] == pl.Series(unplaced, dtype=pl.String))
+    return [StaleVector(*row) for row in stale.select(StaleVector._fields).iter_rows()]
+
+
+def _live_vectors(
+    con: duckdb.DuckDBPyConnection,
+    indexed: pa.Table,
+    namespaces: pl.DataFrame,
+    now: datetime,
+    before_partition: str | None,
+) -> pl.DataFrame:
+    """The vectors of `indexed` whose entries are live, in the (tenant, namespace) rows of
+    `namespaces` (their other columns kept), with what StaleVector holds, the stored scope and
+    the entry's canonical request and text."""
     con.register("scoped_vectors", indexed.select(["key", "tenant", "namespace", "semantic_scope"]))
-    con.register("checked_namespaces", checked.to_arrow())
+    con.register("checked_namespaces", namespaces.to_arrow())
     try:
-        rows = con.sql(
+        return con.sql(
             """
             SELECT v.key, v.tenant, v.namespace, e.model, e.model_version,
                    e.source_partition IS NULL OR $before_partition IS NULL
                    OR e.source_partition < $before_partition AS visible,
-                   v.semantic_scope, e.canonical_request, c.language_in_scope
+                   v.semantic_scope, e.canonical_request, e.input_text,
+                   c.* EXCLUDE (tenant, namespace)
             FROM scoped_vectors v
             JOIN checked_namespaces c USING (tenant, namespace)
             JOIN cache_entries e USING (key)
@@ -224,10 +274,39 @@ def keys_scoped_otherwise(
     finally:
         con.unregister("scoped_vectors")
         con.unregister("checked_namespaces")
-    without_language = semantic_scopes_of_stored(rows["canonical_request"].to_list(), embedding_model)
-    stored_without_language = rows["semantic_scope"] == pl.Series(without_language, dtype=pl.String)
-    stale = rows.filter(stored_without_language == rows["language_in_scope"])
-    return [StaleVector(*row) for row in stale.select(StaleVector._fields).iter_rows()]
+
+
+def namespaces_unchecked_for_unplaced(
+    con: duckdb.DuckDBPyConnection, embedding_model: str, namespaces: list[tuple[str, str]], rule: int
+) -> set[tuple[str, str]]:
+    """Of the (tenant, namespace) given, those whose vectors under the embedding model were
+    not yet found free of unplaced scopes under coverage rule `rule`."""
+    if not namespaces:
+        return set()
+    done = con.execute(
+        """
+        SELECT DISTINCT tenant, namespace FROM unplaced_vector_checks
+        WHERE embedding_model = ? AND coverage_rule = ?
+        """,
+        [embedding_model, rule],
+    ).fetchall()
+    return set(namespaces) - set(done)
+
+
+def note_unplaced_checked(
+    con: duckdb.DuckDBPyConnection,
+    embedding_model: str,
+    namespaces: set[tuple[str, str]],
+    rule: int,
+    now: datetime,
+) -> None:
+    """Record that these namespaces' vectors hold no unplaced scope under `rule` (vectors
+    written from now on are scoped by it): the check stops until the rule changes."""
+    if namespaces:
+        con.executemany(
+            "INSERT INTO unplaced_vector_checks VALUES (?, ?, ?, ?, ?)",
+            [[embedding_model, tenant, namespace, rule, now] for tenant, namespace in sorted(namespaces)],
+        )
 
 
 # Which kinds of scope (with or without the text's language) a tenant namespace's vectors

@@ -5,7 +5,8 @@ reuse semantically but have no vector their requests can find, under the setting
 partition was keyed with: written while reuse was off, or under another embedding model,
 they would otherwise serve exact hits only; and, on a multilingual model, stored with or
 without the text's language in the scope where the namespace now keeps it the other way,
-they would never be found.
+they would never be found; or stored under the scope of a text an older coverage rule left
+unplaced (by its script), which no request searches now.
 """
 
 from __future__ import annotations
@@ -21,14 +22,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from storage.config import Settings
-from storage.semantic_coverage import as_keyed, coverage_signature, semantic_decisions
+from storage.semantic_coverage import COVERAGE_RULE_VERSION, as_keyed, coverage_signature, semantic_decisions
 from storage.semantic_index import SemanticIndex
 from storage.vector_backfill import (
     entries_missing_vectors,
     forget_exact_only,
     forget_vector_kind,
     keys_scoped_otherwise,
+    keys_under_unplaced_scopes,
     namespaces_to_check,
+    namespaces_unchecked_for_unplaced,
+    note_unplaced_checked,
     note_vector_kinds,
     record_exact_only,
     with_scopes,
@@ -107,8 +111,23 @@ def _backfill_model(
         if multilingual
         else {}
     )
-    indexed = index.keys(with_scopes=bool(checked))
+    # Where a namespace keeps languages apart, vectors an older coverage rule scoped by script
+    # are read once a rule (ever fewer, as the check stops once none is left).
+    unplaced_check = (
+        namespaces_unchecked_for_unplaced(
+            con, embedding_model, [key for key, keeps in scoped.items() if keeps], COVERAGE_RULE_VERSION
+        )
+        if multilingual
+        else set()
+    )
+    indexed = index.keys(with_scopes=bool(checked or unplaced_check))
     stale = keys_scoped_otherwise(con, indexed, embedding_model, checked, now, partition) if checked else []
+    unplaced = (
+        keys_under_unplaced_scopes(con, indexed, embedding_model, unplaced_check, now, partition)
+        if unplaced_check
+        else []
+    )
+    stale += unplaced
     rescope = [vector.key for vector in stale if vector.visible]
     # Of those, vectors of entries of a superseded model version (the registry names another,
     # or the model no more) that the partition does not request either: indexing them again
@@ -159,6 +178,8 @@ def _backfill_model(
         left = {(v.tenant, v.namespace) for v in stale if v.key not in taken and v.key not in superseded}
         for tenant, namespace in checked.keys() - left:
             forget_vector_kind(con, embedding_model, tenant, namespace, not checked[(tenant, namespace)])
+        left = {(v.tenant, v.namespace) for v in unplaced if v.key not in taken and v.key not in superseded}
+        note_unplaced_checked(con, embedding_model, unplaced_check - left, COVERAGE_RULE_VERSION, now)
     counts.vectors_backfilled += added
     counts.vectors_rescoped += len(set(rescope) & (taken - unreadable))
     counts.vectors_dropped += len(superseded)

@@ -9,7 +9,13 @@ import pytest
 from storage.config import ConfigError
 from storage.keying import key_requests
 from storage.landing import read_landing
-from storage.languages import coverage_gap, detect_languages, uncovered_scripts
+from storage.languages import (
+    coverage_gap,
+    detect_languages,
+    scope_language,
+    uncovered_scripts,
+    unplaced_label,
+)
 from storage.semantic_coverage import (
     SEMANTIC_OFF,
     cross_language_reuse,
@@ -545,3 +551,25 @@ def test_what_decides_exact_matching_only_changes_with_the_declared_languages(tm
     minilm = coverage_signature(as_keyed(default, "all-MiniLM-L6-v2", True), settings)
     assert len({verified, plain, french_too, minilm}) == 4
     assert coverage_signature(as_keyed(default, "multilingual-e5-small", True), settings) == verified
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        ("cancelar mi pedido", "latin"),
+        ("Как изменить пароль", "cyrillic"),
+        ("Как изменить пароль на iPhone Pro Max", "cyrillic+latin"),
+        ("كيف أغير كلمة المرور", "arabic"),
+        ("東京の天気", None),  # Japanese, whatever is read
+        ("비밀번호 변경", None),
+        ("密码重置", None),
+        ("Πώς αλλάζω τον κωδικό", None),  # Greek: one language writes it
+        ("2 + 2 = 4", None),  # no letters
+    ],
+)
+def test_the_unplaced_label_is_what_the_scope_holds_where_nothing_is_read(text, label):
+    """What an older coverage rule stored a text's vector under where it read no language: the
+    check for such vectors compares stored scopes with it (storage/vector_backfill.py)."""
+    assert unplaced_label(text) == label
+    if label is not None and label != "latin":
+        assert scope_language(text, None) == label

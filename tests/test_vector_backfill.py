@@ -219,20 +219,24 @@ class _Store:
         self.embedded += texts
         return load_embedder(spec.engine, spec.model_folder, spec.dtype)(texts)
 
-    def written(self, identities, partition):
+    def written(self, identities, partition, languages=None):
         """Entries a partition wrote, their vectors stored without the language (cross-language
-        reuse was on then)."""
+        reuse was on then), or with the `languages` given."""
         from storage.vector_backfill import note_vector_kinds
 
+        languages = [None] * len(identities) if languages is None else languages
         with open_store(self.home / "cache.duckdb") as con:
             write_entries(
                 con, entry_rows(identities, ["{}"] * len(identities), self.now, partition=partition), None
             )
-            note_vector_kinds(con, [(E5, "acme", "faq", False)], partition, self.now)
+            kind = any(language is not None for language in languages)
+            note_vector_kinds(con, [(E5, "acme", "faq", kind)], partition, self.now)
         rows = pl.DataFrame(
             {
                 "key": [cache_key(canonical_request(x)) for x in identities],
-                "semantic_scope": [semantic_scope(x, E5) for x in identities],
+                "semantic_scope": [
+                    semantic_scope(x, E5, language) for x, language in zip(identities, languages, strict=True)
+                ],
                 "tenant": [x.tenant for x in identities],
                 "namespace": [x.namespace for x in identities],
                 "model": [x.model for x in identities],
@@ -281,6 +285,10 @@ class _Store:
     def indexed(self):
         return sorted(self.index.keys()["key"].to_pylist())
 
+    def scopes(self):
+        found = self.index.keys(with_scopes=True)
+        return dict(zip(found["key"].to_pylist(), found["semantic_scope"].to_pylist(), strict=True))
+
 
 def test_a_stale_vector_is_dropped_only_where_its_model_version_is_superseded(tmp_path, now):
     """Vectors stored without the language, the namespace now keeping it: the partition's
@@ -319,3 +327,40 @@ def test_once_no_stale_vector_is_left_the_check_stops(tmp_path, now):
     assert store.kinds() == [(True,)]
     store.embedded.clear()
     assert store.run(P2).vectors_rescoped == 0 and store.embedded == []
+
+
+def test_vectors_an_older_coverage_rule_scoped_by_script_are_decided_again(tmp_path, now):
+    """Coverage rule 1 scoped Cyrillic text, and Latin text read unsure, by its script: no
+    request searches such a scope under rule 2, so the entry answered no rewording. The
+    backfill decides each again: the Russian entry moves to the scope a Russian rewording
+    searches, a one-word entry nothing places is kept exact-only and its vector deleted, an
+    entry placed before is left alone; the check is recorded done and a re-run reads nothing."""
+    from storage.semantic_coverage import COVERAGE_RULE_VERSION
+
+    store = _Store(tmp_path, now)
+    russian = identity("Как изменить пароль от моей учётной записи?", namespace="faq")
+    one_word = identity("Precio", namespace="faq")
+    english = identity("How do I reset my password?", namespace="faq")
+    store.written([russian, one_word, english], P1, languages=["cyrillic", "latin", "en"])
+    store.keyed(P2, [("tiny-llm", "Как поменять пароль от учётной записи?")])
+    counts = store.run(P2)
+    assert (counts.vectors_rescoped, counts.entries_kept_exact_only) == (1, 1)
+    scopes = store.scopes()
+    key = {x.input: cache_key(canonical_request(x)) for x in (russian, one_word, english)}
+    assert scopes[key[russian.input]] == semantic_scope(russian, E5, "ru")
+    assert key[one_word.input] not in scopes
+    assert scopes[key[english.input]] == semantic_scope(english, E5, "en")
+    with open_store(tmp_path / "cache.duckdb") as con:
+        # The rewording is keyed with its language in its scope: the entry's, now.
+        [(searched,)] = con.execute(
+            "SELECT semantic_language FROM model_requests WHERE partition = ?", [P2]
+        ).fetchall()
+        checks = con.execute(
+            "SELECT embedding_model, tenant, namespace, coverage_rule FROM unplaced_vector_checks"
+        )
+        assert checks.fetchall() == [(E5, "acme", "faq", COVERAGE_RULE_VERSION)]
+    assert searched == "ru"
+    store.embedded.clear()
+    again = store.run(P2)
+    assert (again.vectors_rescoped, again.entries_kept_exact_only) == (0, 0) and store.embedded == []
+    assert store.scopes() == scopes
