@@ -309,6 +309,39 @@ def note_unplaced_checked(
         )
 
 
+def forget_unplaced_checked(
+    con: duckdb.DuckDBPyConnection, embedding_model: str, namespaces: set[tuple[str, str]], rule: int
+) -> None:
+    """Reopen the check for these namespaces: a partition keyed under an older rule writes
+    vectors under unplaced scopes again."""
+    if namespaces:
+        con.executemany(
+            """
+            DELETE FROM unplaced_vector_checks
+            WHERE embedding_model = ? AND tenant = ? AND namespace = ? AND coverage_rule = ?
+            """,
+            [[embedding_model, tenant, namespace, rule] for tenant, namespace in sorted(namespaces)],
+        )
+
+
+def keys_recorded_exact_only(
+    con: duckdb.DuckDBPyConnection, keys: list[bytes], embedding_model: str
+) -> set[bytes]:
+    """Those of `keys` whose entries are recorded exact-only under the embedding model."""
+    if not keys:
+        return set()
+    con.register("asked_keys", pa.table({"key": pa.array(keys, pa.binary())}))
+    try:
+        rows = con.execute(
+            "SELECT DISTINCT key FROM exact_only_entries"
+            " WHERE embedding_model = ? AND key IN (SELECT key FROM asked_keys)",
+            [embedding_model],
+        ).fetchall()
+    finally:
+        con.unregister("asked_keys")
+    return {key for (key,) in rows}
+
+
 # Which kinds of scope (with or without the text's language) a tenant namespace's vectors
 # under a multilingual model may have, and the latest partition that keyed or wrote each:
 # the per-vector check above runs only where a kind other than the keyed one may be present.

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 import duckdb
 import numpy as np
@@ -22,12 +23,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from storage.config import Settings
+from storage.languages import is_unplaced
 from storage.semantic_coverage import COVERAGE_RULE_VERSION, as_keyed, coverage_signature, semantic_decisions
 from storage.semantic_index import SemanticIndex
 from storage.vector_backfill import (
     entries_missing_vectors,
     forget_exact_only,
+    forget_unplaced_checked,
     forget_vector_kind,
+    keys_recorded_exact_only,
     keys_scoped_otherwise,
     keys_under_unplaced_scopes,
     namespaces_to_check,
@@ -46,10 +50,26 @@ _KEYED_REUSE_QUERY = """
 SELECT embedding_model, tenant, namespace, model, model_version,
        any_value(coalesce(semantic_verify, false)) AS verify,
        any_value(semantic_decided_under) AS decided_under,
-       bool_or(semantic_language IS NOT NULL) AS language_in_scope
+       bool_or(semantic_language IS NOT NULL) AS language_in_scope,
+       coalesce(list(DISTINCT semantic_language) FILTER (semantic_language IS NOT NULL), []) AS languages
 FROM model_requests WHERE partition = ? AND semantic_enabled
 GROUP BY ALL ORDER BY ALL
 """
+
+
+class _Keyed(NamedTuple):
+    """A (tenant, namespace, model, version) whose requests a partition keyed for semantic
+    reuse under an embedding model, and how."""
+
+    embedding_model: str
+    tenant: str
+    namespace: str
+    model: str
+    model_version: str
+    verify: bool
+    decided_under: str | None  # storage.semantic_coverage.coverage_signature; None before it was kept
+    language_in_scope: bool
+    languages: list[str]  # the languages its requests' scopes hold
 
 
 @dataclass
@@ -80,9 +100,9 @@ def index_entries_without_vectors(
     entries that have no vector their requests can find (`index_of` gives the model's
     index); entries whose text the model cannot cover are recorded exact-only instead."""
     counts = BackfillCounts()
-    keyed = con.sql(_KEYED_REUSE_QUERY, params=[partition]).fetchall()
-    for embedding_model in dict.fromkeys(row[0] for row in keyed):
-        rows = [row for row in keyed if row[0] == embedding_model]
+    keyed = [_Keyed(*row) for row in con.sql(_KEYED_REUSE_QUERY, params=[partition]).fetchall()]
+    for embedding_model in dict.fromkeys(row.embedding_model for row in keyed):
+        rows = [row for row in keyed if row.embedding_model == embedding_model]
         _backfill_model(con, settings, partition, now, rows, index_of(embedding_model), embed, limit, counts)
     return counts
 
@@ -92,14 +112,14 @@ def _backfill_model(
     settings: Settings,
     partition: str,
     now: datetime,
-    rows: list[tuple],
+    rows: list[_Keyed],
     index: SemanticIndex,
     embed: EmbedTexts,
     limit: int,
     counts: BackfillCounts,
 ) -> None:
-    embedding_model = rows[0][0]
-    scoped = {(tenant, namespace): language for _, tenant, namespace, _, _, _, _, language in rows}
+    embedding_model = rows[0].embedding_model
+    scoped = {(row.tenant, row.namespace): row.language_in_scope for row in rows}
     # Only a model of several languages can have stored a vector under the other kind of
     # scope, and only namespaces where the other kind may be present are read vector by vector.
     multilingual = len(settings.embedding_model(embedding_model).languages) > 1
@@ -111,8 +131,13 @@ def _backfill_model(
         if multilingual
         else {}
     )
-    # Where a namespace keeps languages apart, vectors an older coverage rule scoped by script
-    # are read once a rule (ever fewer, as the check stops once none is left).
+    # Where a namespace keeps languages apart, vectors an older coverage rule scoped by a
+    # script's name are looked for once a rule. A partition keyed under an older rule (a re-run
+    # of one keyed before the upgrade) writes such vectors again: it reopens the check for its
+    # namespaces, and only a partition keyed under the current rule records it done.
+    older_rule = {(row.tenant, row.namespace) for row in rows if any(map(is_unplaced, row.languages))}
+    if multilingual:
+        forget_unplaced_checked(con, embedding_model, older_rule, COVERAGE_RULE_VERSION)
     unplaced_check = (
         namespaces_unchecked_for_unplaced(
             con, embedding_model, [key for key, keeps in scoped.items() if keeps], COVERAGE_RULE_VERSION
@@ -121,20 +146,22 @@ def _backfill_model(
         else set()
     )
     indexed = index.keys(with_scopes=bool(checked or unplaced_check))
-    stale = keys_scoped_otherwise(con, indexed, embedding_model, checked, now, partition) if checked else []
+    other_kind = (
+        keys_scoped_otherwise(con, indexed, embedding_model, checked, now, partition) if checked else []
+    )
     unplaced = (
         keys_under_unplaced_scopes(con, indexed, embedding_model, unplaced_check, now, partition)
         if unplaced_check
         else []
     )
-    stale += unplaced
+    stale = other_kind + unplaced
     rescope = [vector.key for vector in stale if vector.visible]
     # Of those, vectors of entries of a superseded model version (the registry names another,
     # or the model no more) that the partition does not request either: indexing them again
     # would spend the limit on scopes no current request searches. They are dropped instead;
     # such an entry then has no vector, and a partition that requests its version (a
     # recompute of an older one, say) indexes it like any other entry without one.
-    requested = {(tenant, name, model, version) for _, tenant, name, model, version, *_ in rows}
+    requested = {(row.tenant, row.namespace, row.model, row.model_version) for row in rows}
     superseded = {
         vector.key
         for vector in stale
@@ -142,6 +169,9 @@ def _backfill_model(
         and (vector.tenant, vector.namespace, vector.model, vector.model_version) not in requested
         and vector.model_version != _registered_version(settings, vector.model)
     }
+    # An entry recorded exact-only is not taken below, yet may keep a stale vector (written
+    # back exact-only after its vector was stored, say): that vector is dropped too.
+    recorded = keys_recorded_exact_only(con, rescope, embedding_model)
     if rescope:
         indexed = indexed.filter(
             pc.invert(pc.is_in(indexed["key"], value_set=pa.array(rescope, pa.binary())))
@@ -149,17 +179,17 @@ def _backfill_model(
     # Requests keyed before the signature was kept have none: it is computed now.
     coverage = [
         (
-            tenant,
-            name,
-            model,
-            version,
-            verify,
-            decided_under
+            row.tenant,
+            row.namespace,
+            row.model,
+            row.model_version,
+            row.verify,
+            row.decided_under
             or coverage_signature(
-                as_keyed(settings.namespace(name, tenant), embedding_model, verify), settings
+                as_keyed(settings.namespace(row.namespace, row.tenant), embedding_model, row.verify), settings
             ),
         )
-        for _, tenant, name, model, version, verify, decided_under, _ in rows
+        for row in rows
     ]
     missing, awaiting = entries_missing_vectors(
         con, coverage, indexed.select(["key"]), embedding_model, now, limit, before_partition=partition
@@ -167,22 +197,26 @@ def _backfill_model(
     # A key indexed again replaces its vector (SemanticIndex.add_stored).
     added, exact_only = _embed_and_index(index, embedding_model, missing, scoped, settings, embed)
     kept = record_exact_only(con, exact_only, embedding_model, now)
-    # A vector under the other kind of scope whose text now gets exact matching only.
     taken = set(missing["key"].to_list())
     unreadable = set(exact_only["key"].to_list())
-    index.delete_keys([key for key in rescope if key in unreadable or key in superseded])
+    # Stale vectors whose text now gets exact matching only, of a superseded version, or of an
+    # entry recorded exact-only.
+    dropped = [key for key in rescope if key in unreadable or key in superseded or (key in recorded - taken)]
+    index.delete_keys(dropped)
     forget_exact_only(con, list(taken - unreadable), embedding_model)
     if multilingual:
         note_vector_kinds(con, kinds, partition, now)
-        # Where every vector of the other kind was indexed again, the check stops.
-        left = {(v.tenant, v.namespace) for v in stale if v.key not in taken and v.key not in superseded}
+        # Where every stale vector was indexed again or dropped, its check stops.
+        done = taken | set(dropped)
+        left = {(v.tenant, v.namespace) for v in other_kind if v.key not in done}
         for tenant, namespace in checked.keys() - left:
             forget_vector_kind(con, embedding_model, tenant, namespace, not checked[(tenant, namespace)])
-        left = {(v.tenant, v.namespace) for v in unplaced if v.key not in taken and v.key not in superseded}
-        note_unplaced_checked(con, embedding_model, unplaced_check - left, COVERAGE_RULE_VERSION, now)
+        left = {(v.tenant, v.namespace) for v in unplaced if v.key not in done}
+        finished = unplaced_check - left - older_rule
+        note_unplaced_checked(con, embedding_model, finished, COVERAGE_RULE_VERSION, now)
     counts.vectors_backfilled += added
     counts.vectors_rescoped += len(set(rescope) & (taken - unreadable))
-    counts.vectors_dropped += len(superseded)
+    counts.vectors_dropped += len(dropped)
     counts.entries_kept_exact_only += kept
     counts.entries_awaiting_vectors += awaiting - added - kept
 

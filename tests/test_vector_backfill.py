@@ -364,3 +364,60 @@ def test_vectors_an_older_coverage_rule_scoped_by_script_are_decided_again(tmp_p
     again = store.run(P2)
     assert (again.vectors_rescoped, again.entries_kept_exact_only) == (0, 0) and store.embedded == []
     assert store.scopes() == scopes
+
+
+def test_a_stale_vector_of_an_entry_recorded_exact_only_is_dropped_and_the_check_ends(tmp_path, now):
+    """The entry expired and was asked again: write-back recorded it exact-only under the
+    current rule and left its old vector, which the backfill never takes (it skips entries
+    recorded exact-only). The vector is dropped, counted, and the check recorded done."""
+    from storage.vector_backfill import record_exact_only
+
+    store = _Store(tmp_path, now)
+    one_word = identity("Precio", namespace="faq")
+    key = cache_key(canonical_request(one_word))
+    store.written([one_word], P1, languages=["latin"])
+    store.keyed(P2, [("tiny-llm", "Precio"), ("tiny-llm", "How can I reset my password?")])
+    with open_store(tmp_path / "cache.duckdb") as con:
+        [(reason, decided)] = con.execute(
+            "SELECT semantic_skip_reason, semantic_decided_under FROM model_requests WHERE input = 'Precio'"
+        ).fetchall()
+        recorded = pl.DataFrame(
+            {"key": [key], "verify": [False], "decided_under": [decided], "reason": [reason]},
+            schema_overrides={"key": pl.Binary},
+        )
+        record_exact_only(con, recorded, E5, now)
+    counts = store.run(P2)
+    assert (counts.vectors_dropped, counts.entries_kept_exact_only) == (1, 0)
+    assert key not in store.scopes()
+    with open_store(tmp_path / "cache.duckdb") as con:
+        assert con.execute("SELECT count(*) FROM unplaced_vector_checks").fetchall() == [(1,)]
+
+
+def test_a_partition_keyed_under_an_older_rule_reopens_the_check(tmp_path, now):
+    """A re-run of a partition keyed before the upgrade holds script-named languages: its
+    write-back stores vectors under them again, so its look-up does not record the check
+    done (and reopens a recorded one); the next partition, keyed under the current rule,
+    finds those vectors and records it."""
+    store = _Store(tmp_path, now)
+    first = identity("Как изменить пароль от моей учётной записи?", namespace="faq")
+    store.written([first], P1, languages=["cyrillic"])
+    store.keyed(P2, [("tiny-llm", "Как изменить пароль от моей учётной записи?")])
+    assert store.run(P2).vectors_rescoped == 1
+
+    def checks():
+        with open_store(tmp_path / "cache.duckdb") as con:
+            return con.execute("SELECT count(*) FROM unplaced_vector_checks").fetchall()[0][0]
+
+    assert checks() == 1
+    older, after = "2026-02-03", "2026-02-04"
+    store.keyed(older, [("tiny-llm", "Как удалить учётную запись навсегда?")])
+    with open_store(tmp_path / "cache.duckdb") as con:  # as coverage rule 1 keyed it
+        con.execute("UPDATE model_requests SET semantic_language = 'cyrillic' WHERE partition = ?", [older])
+    store.run(older)
+    assert checks() == 0
+    late = identity("Как удалить мою учётную запись навсегда?", namespace="faq")
+    store.written([late], older, languages=["cyrillic"])  # its write-back
+    store.keyed(after, [("tiny-llm", "Как удалить учётную запись навсегда?")])
+    assert store.run(after).vectors_rescoped == 1
+    assert store.scopes()[cache_key(canonical_request(late))] == semantic_scope(late, E5, "ru")
+    assert checks() == 1
