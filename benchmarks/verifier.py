@@ -128,7 +128,8 @@ def adversarial_replay(settings, workload: Path, verifier) -> dict:
 
     def vetoes_only(pairs: list[tuple[str, str]], at_least=None) -> np.ndarray:
         # Without a model nothing can be sure of a cautioned pair: it is not served either.
-        vetoed, cautioned = checked(pairs)
+        vetoed, cautions = checked(pairs)
+        cautioned = np.array([kind is not None for kind in cautions], dtype=bool)
         return np.where(vetoed | cautioned, 0.0, 1.0).astype(np.float32)
 
     runs = {

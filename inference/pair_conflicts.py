@@ -2,7 +2,8 @@
 
 The learned verifier (inference/pair_verifier.py) scores how alike two requests
 mean; these checks name the differences it is known to miss, and any one of them
-vetoes a semantic hit whatever the score:
+vetoes a semantic hit whatever the score, but for two that only caution (a pair is then
+served only at a high score):
 
 - numbers: after reading dates, number words and thousands separators alike
   ("March 3, 2025" = "2025-03-03", "five years" = "5 years"), each side has a
@@ -26,10 +27,12 @@ vetoes a semantic hit whatever the score:
   EUR to USD).
 - units: each side names a different unit of one kind (Mbps / MB/s, Celsius /
   Fahrenheit, monthly / yearly, Friday / Monday).
-- substitution: the requests say the same content words in the same order but one,
-  swapped for a word that is not a synonym (brake fluid / transmission fluid, wired /
-  wireless headphones). Synonyms are WordNet's (inference/wordnet.py);
-  inflections, spelling variants and words of different parts of speech pass.
+- substitution, a caution: the requests say the same content words in the same order but
+  one, swapped for a word that is not a synonym (brake fluid / transmission fluid, wired /
+  wireless headphones). Synonyms are WordNet's (inference/wordnet.py); inflections,
+  spelling variants and words of different parts of speech pass. The pair is served only
+  where the verifier is sure of it; a verb undone by its prefix (install / uninstall) is
+  vetoed.
 - undoing: one side undoes an action the other asks for, though both may name it
   (reveal hidden columns / hide columns, thaw a frozen report / freeze my credit,
   turn the mics back on / mute everyone); inference/pair_undoing.py reads which words
@@ -41,7 +44,8 @@ vetoes a semantic hit whatever the score:
 Each check but the undoing and places ones compares words present on one side only, so most
 rewording that keeps the meaning (another sentence shape, several words changed) is not
 touched. The substitution check is the strict one: a single word swapped for a synonym WordNet
-does not list ("easy" / "simple") is vetoed too, which costs a miss, not a wrong answer.
+does not list ("easy" / "simple") is cautioned too, which costs a miss where the verifier is
+not sure of the pair, not a wrong answer.
 """
 
 from __future__ import annotations
@@ -96,6 +100,23 @@ _NOUN = frozenset({"n"})
 NEGATION_VETO_MAX_CHANGED = 4
 NEGATION = "negation on one side only"
 REWORDED_NEGATION = f"{NEGATION}, the requests otherwise reworded"
+# One content word swapped for a word that is not a synonym, all else kept: a caution, not a
+# veto. Over the candidate pairs of the eight written workloads (each row's 8 nearest earlier
+# rows at MiniLM cosine 0.65 or more; session 40), the check vetoed 317 near misses, none of
+# which the learned verifier scores above 0.37, and 43 rewordings, 34 of which it passes at
+# 0.5 or more ("ibuprofen dose for kids" / "how much ibuprofen can i give my kid", "block a
+# number" / "block someone on WhatsApp"): WordNet pairs few synonyms. A swapped pair is still
+# held to a high score (pair_verifier.CAUTION_MIN_SCORES), as the verifier is less sure of
+# swaps it never met: on held-out QQP it scores "the best gift you've ever given" / "...
+# received" 0.94. A verb undone by its prefix (install / uninstall) stays a veto.
+SWAPPED_WORD = "one word swapped for another"
+# ... and so does a swap in a longer request, all else the same: there the one word is the
+# whole difference, and the verifier, trained on QQP's noisy labels, reads such pairs as one
+# ("What is the Gobi, and how do the average temperatures there compare to the ones in the
+# Mojave Desert?" / "... Sonoran Desert?" 0.95 to 0.97, a review's finding). Of the 34
+# rewordings above none has more than 5 content words; of the 317 near misses, 49 have more.
+SWAP_CAUTION_MAX_CONTENT = 5
+UNDONE = "one undoes what the other does"
 # How many words a thing on either side of a direction word can span ("a community college").
 _PHRASE_WORDS = 3
 _DETERMINERS = frozenset("a an the my your our their his her its this that these those some".split())
@@ -265,6 +286,19 @@ def _same_side(one: str, other: str) -> bool:
     return any(one in end and other in end for ends in SCALES for end in ends)
 
 
+def _swapped_word(ra: Reading, rb: Reading) -> tuple[str, str] | None:
+    """_substitution's swap, read in one order whichever side comes first."""
+    first, second = sorted((ra, rb), key=lambda reading: reading.bases)
+    return _substitution(first, second)
+
+
+def _undone_by_prefix(one: str, other: str) -> bool:
+    """install / uninstall, subscribe / unsubscribe: the verb undone, a veto."""
+    return (one in (f"un{other}", f"non{other}") and not negative_by_prefix(one)) or (
+        other in (f"un{one}", f"non{one}") and not negative_by_prefix(other)
+    )
+
+
 def _substitution(ra: Reading, rb: Reading) -> tuple[str, str] | None:
     """The one content word swapped, where the content words of both requests are the
     same, in the same order, but for it (brake / transmission in "when is a brake fluid
@@ -281,11 +315,8 @@ def _substitution(ra: Reading, rb: Reading) -> tuple[str, str] | None:
     one, other = content_a[start_a], content_b[start_b]
     if ra.negations != rb.negations:
         return None  # the polarity check balanced this swap against a negation ("not safe" / "unsafe")
-    undone = (one in (f"un{other}", f"non{other}") and not negative_by_prefix(one)) or (
-        other in (f"un{one}", f"non{one}") and not negative_by_prefix(other)
-    )
-    if undone:
-        return one, other  # install / uninstall, subscribe / unsubscribe: the verb undone
+    if _undone_by_prefix(one, other):
+        return one, other
     # Opposites are the polarity check's to judge, and an un- word against another word is
     # left to the model ("uninstall" / "remove").
     if other in _opposites().get(one, ()) or NEGATIVE_PREFIX.match(one) or NEGATIVE_PREFIX.match(other):
@@ -302,7 +333,8 @@ def _substitution(ra: Reading, rb: Reading) -> tuple[str, str] | None:
 @dataclass(frozen=True)
 class Assessment:
     """The checks' verdict on a pair: a veto (never served), else perhaps a caution (served
-    only where the verifier is sure of it), else neither."""
+    only where the verifier is sure of it: a negation in reworded requests, or one word
+    swapped), else neither."""
 
     veto: str | None
     caution: str | None
@@ -316,10 +348,15 @@ def assess(a: str, b: str) -> Assessment:
     verifier score the pair, which asks again."""
     ra, rb = read(a), read(b)
     flips = _flips(ra, rb)
-    veto = _veto(ra, rb, flips)
-    if veto is None and flips.negation_only:
+    swapped = _swapped_word(ra, rb)
+    veto = _veto(ra, rb, flips, swapped)
+    if veto is not None:
+        return Assessment(veto, None)
+    if flips.negation_only:
         return Assessment(None, REWORDED_NEGATION)  # _veto let it pass for the words changed
-    return Assessment(veto, None)
+    if swapped:
+        return Assessment(None, f"{SWAPPED_WORD}: {swapped[0]} / {swapped[1]}")
+    return Assessment(None, None)
 
 
 def conflict(a: str, b: str) -> str | None:
@@ -359,7 +396,8 @@ def _flips(ra: Reading, rb: Reading) -> _Flips:
     return _Flips(swaps if flipped else [], negated == 1 and not swaps, len(changed))
 
 
-def _veto(ra: Reading, rb: Reading, flips: _Flips) -> str | None:
+def _veto(ra: Reading, rb: Reading, flips: _Flips, swapped: tuple[str, str] | None) -> str | None:
+    """The first check that objects to the pair (`swapped`: its one word swapped, if any)."""
     numbers_a, numbers_b = ra.numbers - rb.numbers, rb.numbers - ra.numbers
     numbers_a, numbers_b = _unrefined(numbers_a, ra, numbers_b), _unrefined(numbers_b, rb, numbers_a)
     if numbers_a and numbers_b:
@@ -390,13 +428,13 @@ def _veto(ra: Reading, rb: Reading, flips: _Flips) -> str | None:
     variant = _variant_added(ra, rb, only_a) or _variant_added(rb, ra, only_b)
     if variant:
         return f"a product variant on one side only: {variant}"
-    first, second = sorted((ra, rb), key=lambda reading: reading.bases)  # the same both ways
-    swapped = _substitution(first, second)
-    if swapped:
-        return f"one word swapped for another: {swapped[0]} / {swapped[1]}"
+    if swapped and _undone_by_prefix(*swapped):
+        return f"{UNDONE}: {swapped[0]} / {swapped[1]}"
+    if swapped and len(_content(ra.bases)) > SWAP_CAUTION_MAX_CONTENT:
+        return f"{SWAPPED_WORD}: {swapped[0]} / {swapped[1]}"
     undone = undone_by_first(ra.tokens, rb.tokens) or undone_by_first(rb.tokens, ra.tokens)
     if undone:
-        return f"one undoes what the other does: {undone[0]} / {undone[1]}"
+        return f"{UNDONE}: {undone[0]} / {undone[1]}"
     places = traded_places(ra.tokens, rb.tokens)
     if places:
         return f"places traded: {places[0]} / {places[1]}"
@@ -422,10 +460,16 @@ def vetoed(pairs: list[tuple[str, str]]) -> np.ndarray:
     return checked(pairs)[0]
 
 
-def checked(pairs: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
-    """Two masks over the pairs: vetoed, and cautioned (served only at a high verifier score)."""
+def checked(pairs: list[tuple[str, str]]) -> tuple[np.ndarray, list[str | None]]:
+    """A mask of the vetoed pairs, and each pair's caution kind (None where none; a cautioned
+    pair is served only at a high verifier score: pair_verifier.CAUTION_MIN_SCORES)."""
     verdicts = [assess(a, b) for a, b in pairs]
     return (
         np.array([v.veto is not None for v in verdicts], dtype=bool),
-        np.array([v.caution is not None for v in verdicts], dtype=bool),
+        [None if v.caution is None else caution_kind(v.caution) for v in verdicts],
     )
+
+
+def caution_kind(caution: str) -> str:
+    """The kind of a caution (REWORDED_NEGATION, SWAPPED_WORD), without its words."""
+    return caution.split(":")[0]

@@ -8,8 +8,9 @@ transformer layers and the head.
 
 Explainable vetoes run beside it (inference/pair_conflicts.py): different numbers,
 codes, units, an odd number of negations or opposites, a swapped direction. A negation
-on one side of two requests that were otherwise reworded is a caution, not a veto: the
-pair is served only where the verifier is sure of it (CAUTIONED_MIN_SCORE).
+on one side of two requests that were otherwise reworded, and one word swapped for a word
+that is not a synonym, are cautions, not vetoes: the pair is served only where the verifier
+is sure of it (CAUTION_MIN_SCORES).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 import torch
 
 from inference.dtypes import computing_in, resolve_dtype
-from inference.pair_conflicts import checked
+from inference.pair_conflicts import REWORDED_NEGATION, SWAPPED_WORD, checked
 from inference.quiet_loading import quiet_loading
 from inference.weight_delta import load_delta
 
@@ -65,6 +66,14 @@ SURE_FIRST_STAGE_MIN = 0.5
 # of 63 served up to 29 more hits and none more wrong (the defaults 1,011 with 18 wrong
 # against 998 with 18); at 0.97, 28 of the 63 took a wrong hit more (benchmarks/RESULTS.md).
 CAUTIONED_MIN_SCORE = 0.98
+# One word swapped for a word WordNet does not call a synonym (pair_conflicts.SWAPPED_WORD):
+# over the eight written workloads' candidate pairs the verifier scores no such near miss
+# above 0.37, and at 0.95 it keeps 13 of the development workloads' 18 such rewordings it
+# passes at the defaults' 0.7 (benchmarks/RESULTS.md, session 40). 0.95 rather than lower, as
+# swaps it never met fool it more: on held-out QQP it scores "the best gift you've ever given"
+# / "... received" 0.94 and "addicted to" / "overdose on marijuana" 0.93.
+SWAPPED_WORD_MIN_SCORE = 0.95
+CAUTION_MIN_SCORES = {REWORDED_NEGATION: CAUTIONED_MIN_SCORE, SWAPPED_WORD: SWAPPED_WORD_MIN_SCORE}
 # In bfloat16 a pair's score depends on what else its call holds: the matrix products take
 # their shape from the whole batch (rows and padded length), and a review saw 206 of 600
 # pairs move, by up to 0.013 (0.086 in logits), between one call and calls of 7, one of them
@@ -222,7 +231,7 @@ class PairVerifier:
         self, pairs: list[tuple[str, str]], vetoes: bool = True, at_least: Sequence[float] | None = None
     ) -> np.ndarray:
         """Probability that each pair means the same; 0 where a conflict check vetoes it, and
-        where one cautions against it and the score is under CAUTIONED_MIN_SCORE
+        where one cautions against it and the score is under its CAUTION_MIN_SCORES
         (`vetoes=False` gives the learned score alone, checks neither vetoing nor cautioning).
 
         Each pair is read in a fixed order (sorted), so score(a, b) == score(b, a).
@@ -238,7 +247,8 @@ class PairVerifier:
         (BFLOAT16_LOGIT_NOISE), so the decision does not depend on the rest of the call.
         """
         scores = np.zeros(len(pairs), dtype=np.float32)
-        vetoed, cautioned = self.checks(pairs) if vetoes else (np.zeros(len(pairs), dtype=bool),) * 2
+        vetoed, caution_bars = self.checks(pairs) if vetoes else (np.zeros(len(pairs), dtype=bool), None)
+        caution_bars = np.zeros(len(pairs)) if caution_bars is None else caution_bars
         to_score = np.flatnonzero(~vetoed)
         if not len(to_score):
             return scores
@@ -246,8 +256,8 @@ class PairVerifier:
         first = scores.copy()
         second_scores = np.full(len(pairs), np.nan, dtype=np.float32)
         bar = np.zeros(len(pairs)) if at_least is None else np.asarray(at_least, dtype=float)
-        # A cautioned pair is held to CAUTIONED_MIN_SCORE at least.
-        bar = np.where(cautioned, np.maximum(bar, CAUTIONED_MIN_SCORE), bar)
+        # A cautioned pair is held to its caution's bar at least.
+        bar = np.maximum(bar, caution_bars)
         floor = np.maximum(SECOND_STAGE_FLOOR, np.minimum(bar, SURE_FIRST_STAGE_MIN))
         if self.second_stage is not None:
             passed = np.flatnonzero(scores >= floor)
@@ -256,9 +266,9 @@ class PairVerifier:
                 second_scores[passed] = self.second_stage.score([pairs[i] for i in passed], vetoes=False)
                 scores[passed] = two_stage_scores(scores[passed], second_scores[passed])
         unchecked = scores
-        scores = checked_scores(scores, vetoed, cautioned)
+        scores = checked_scores(scores, vetoed, caution_bars)
         if self.exact is not None and at_least is not None:
-            # Before the checks: a cautioned pair just under CAUTIONED_MIN_SCORE is near its cut.
+            # Before the checks: a cautioned pair just under its caution's bar is near its cut.
             near = ~vetoed & self._near_a_cut(first, second_scores, unchecked, bar, floor)
             if near.any():
                 rows = np.flatnonzero(near)
@@ -285,10 +295,11 @@ class PairVerifier:
 
     def checks(self, pairs: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
         """Two masks over the pairs, decided before any model reads them: vetoed (by a conflict
-        check, inference/pair_conflicts.py, or longer than this verifier reads) and cautioned."""
-        vetoed, cautioned = checked(pairs)
+        check, inference/pair_conflicts.py, or longer than this verifier reads), and the score
+        each pair is held to at least by its caution (0 where none)."""
+        vetoed, cautions = checked(pairs)
         vetoed |= self.unread(pairs, among=~vetoed)
-        return vetoed, cautioned
+        return vetoed, caution_min_scores(cautions)
 
     def unread(self, pairs: list[tuple[str, str]], among: np.ndarray | None = None) -> np.ndarray:
         """Which pairs (of those `among` marks) this verifier's stages do not read whole, so
@@ -389,10 +400,15 @@ def two_stage_scores(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     return np.where(sure, second, np.minimum(first, second)).astype(np.float32)
 
 
-def checked_scores(learned: np.ndarray, vetoed: np.ndarray, cautioned: np.ndarray) -> np.ndarray:
-    """Learned scores as served after the conflict checks (pair_conflicts.checked's masks):
-    0 where vetoed, and where cautioned and under CAUTIONED_MIN_SCORE."""
-    return np.where(vetoed | (cautioned & (learned < CAUTIONED_MIN_SCORE)), 0.0, learned).astype(np.float32)
+def caution_min_scores(cautions: Sequence[str | None]) -> np.ndarray:
+    """The score each pair is held to by its caution kind (pair_conflicts.checked); 0 where none."""
+    return np.array([0.0 if kind is None else CAUTION_MIN_SCORES[kind] for kind in cautions], dtype=float)
+
+
+def checked_scores(learned: np.ndarray, vetoed: np.ndarray, caution_bars: np.ndarray) -> np.ndarray:
+    """Learned scores as served after the conflict checks (Verifier.checks): 0 where vetoed,
+    and where cautioned and under the caution's bar."""
+    return np.where(vetoed | (learned < caution_bars), 0.0, learned).astype(np.float32)
 
 
 def _load_model(base_folder: Path, folder: Path):

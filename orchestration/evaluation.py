@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from inference.embedder import load_embedder
-from inference.pair_conflicts import assess
+from inference.pair_conflicts import assess, caution_kind
 from inference.pair_data import LabelledFileError, read_pairs, read_workload
 from inference.pair_verifier import UNREAD_PAIR, VERIFIER_BASE_MODEL, load_verifier
 from storage.calibration import VERIFY_GRID, Operating, per_threshold_verify
@@ -176,7 +176,7 @@ def _counting_checks(verify: Verify, vetoes: Counter, cautions: Counter) -> Veri
             elif too_long:
                 vetoes[UNREAD_PAIR] += 1
             elif verdict.caution:
-                cautions[verdict.caution] += 1
+                cautions[caution_kind(verdict.caution)] += 1
         return verify(pairs, at_least=at_least)
 
     return counted

@@ -8,6 +8,7 @@ from inference.pair_conflicts import (
     NEGATION,
     NEGATION_VETO_MAX_CHANGED,
     REWORDED_NEGATION,
+    SWAPPED_WORD,
     Assessment,
     _flips,
     assess,
@@ -65,7 +66,6 @@ NEAR_MISSES = [
     ("How much is 250 euros in US dollars?", "How much is 250 US dollars in euros?", "250"),
     ("What's the weather in Oslo today?", "What's the weather in Oslo tomorrow?", "different units"),
     ("iPhone 15 Pro battery capacity", "iPhone 15 battery capacity", "variant"),
-    ("When is a brake fluid flush due?", "When is a transmission fluid flush due?", "brake / transmission"),
     # Ordinals, spelled or in digits, are compared with ordinals.
     (
         "Who was the first man on the moon?",
@@ -94,16 +94,18 @@ NEAR_MISSES = [
     # A spelled day beside a month is a date.
     ("Is the bank open on May fifth?", "Is the bank open on May 1?", "different numbers: 5 / 1"),
     ("Which weekday is the Fourth of July in 2026?", "What day of the week is July 14, 2026?", "numbers"),
-    # Names WordNet does not list are compared as nouns.
-    ("Default shell on macOS Ventura", "Default shell on macOS Monterey", "another: monterey / ventura"),
-    ("Is a tomato a fruit?", "Is a tomato a vegetable?", "another: fruit / vegetable"),
-    # A shared start is no kinship, and a verb undone is another request.
-    ("learn Java online", "learn JavaScript online", "another: java / javascript"),
-    ("visa for Austria", "visa for Australia", "another: australia / austria"),
-    ("wireless headphones", "wired headphones", "another: wired / wireless"),
-    ("how to install Chrome", "how to uninstall Chrome", "another: install / uninstall"),
-    ("next train to Paris", "first train to Paris", "another: first / next"),
-    ("Which decade had the most hurricanes?", "Which year had the most hurricanes?", "decade / year"),
+    # A verb undone by its prefix is vetoed, not cautioned as a word swapped.
+    (
+        "how to install Chrome",
+        "how to uninstall Chrome",
+        "one undoes what the other does: install / uninstall",
+    ),
+    # A swap in a longer request, all else the same: the one word is the whole difference.
+    (
+        "What is the Gobi, and how do the average temperatures there compare to those of the Mojave Desert?",
+        "What is the Gobi, and how do the average temperatures there compare to those of the Sonoran Desert?",
+        "one word swapped for another: mojave / sonoran",
+    ),
     ("25 degrees C to kelvin", "25 degrees F to kelvin", "different units: celsius / fahrenheit"),
     ("What is 40°C in kelvin?", "What is 40 °F in kelvin?", "different units"),
     ("python3 print without newline", "How do I print without a newline in Python 2?", "different numbers"),
@@ -282,11 +284,36 @@ BOUNDED_ALIKE = [
 ]
 
 
+# One content word swapped for one that is not a synonym: cautioned, not vetoed (served only
+# where the verifier is sure: pair_verifier.CAUTION_MIN_SCORES).
+SWAPPED_WORDS = [
+    ("When is a brake fluid flush due?", "When is a transmission fluid flush due?", "brake / transmission"),
+    # Names WordNet does not list are compared as nouns.
+    ("Default shell on macOS Ventura", "Default shell on macOS Monterey", "another: monterey / ventura"),
+    ("Is a tomato a fruit?", "Is a tomato a vegetable?", "another: fruit / vegetable"),
+    # A shared start is no kinship.
+    ("learn Java online", "learn JavaScript online", "another: java / javascript"),
+    ("visa for Austria", "visa for Australia", "another: australia / austria"),
+    ("wireless headphones", "wired headphones", "another: wired / wireless"),
+    ("next train to Paris", "first train to Paris", "another: first / next"),
+    ("Which decade had the most hurricanes?", "Which year had the most hurricanes?", "decade / year"),
+]
+
+
 @pytest.mark.parametrize(("a", "b", "reason"), NEAR_MISSES)
 def test_near_misses_are_vetoed_with_a_reason(a, b, reason):
     found = conflict(a, b)
     assert found is not None and reason in found
     assert conflict(b, a) is not None  # symmetric
+
+
+@pytest.mark.parametrize(("a", "b", "reason"), SWAPPED_WORDS)
+def test_a_word_swapped_is_cautioned_with_a_reason(a, b, reason):
+    for first, second in ((a, b), (b, a)):
+        found = assess(first, second)
+        assert found.veto is None
+        assert found.caution is not None and found.caution.startswith(SWAPPED_WORD)
+        assert reason in found.caution
 
 
 @pytest.mark.parametrize(("a", "b"), PARAPHRASES)
@@ -377,10 +404,11 @@ def test_the_masks_say_which_pairs_are_vetoed_and_which_cautioned():
         ("Which fruits can dogs eat?", "Which fruits can't dogs eat?"),
         ("fruits toxic to dogs list", "Which fruits must dogs never eat?"),
         ("How do I boil an egg?", "How long do I boil an egg for?"),
+        ("wireless headphones", "wired headphones"),
     ]
-    vetoed_mask, cautioned_mask = checked(pairs)
-    assert vetoed_mask.tolist() == [True, False, False]
-    assert cautioned_mask.tolist() == [False, True, False]
+    vetoed_mask, cautions = checked(pairs)
+    assert vetoed_mask.tolist() == [True, False, False, False]
+    assert cautions == [None, REWORDED_NEGATION, None, SWAPPED_WORD]
     assert vetoed(pairs).tolist() == vetoed_mask.tolist()
 
 

@@ -64,7 +64,7 @@ def test_a_cautioned_pair_is_served_only_where_the_verifier_is_sure_of_it(verifi
     """A negation on one side of two reworded requests: the learned score stands from
     CAUTIONED_MIN_SCORE up and is 0 under it. Both pairs come from development workloads."""
     import inference.pair_verifier as pair_verifier
-    from inference.pair_conflicts import checked
+    from inference.pair_conflicts import REWORDED_NEGATION, checked
 
     sure = (
         "waze mute voice",
@@ -75,7 +75,7 @@ def test_a_cautioned_pair_is_served_only_where_the_verifier_is_sure_of_it(verifi
         "turn off notifications for a group on whatsapp",
         "I was added to a neighborhood group on WhatsApp that I don't want to be in. How do I get out of it?",
     )
-    assert checked([sure, unsure])[1].all()  # both cautioned, neither vetoed
+    assert checked([sure, unsure])[1] == [REWORDED_NEGATION] * 2  # both cautioned, neither vetoed
     learned = verifier.score([sure, unsure], vetoes=False)
     # Above the defaults' verify threshold (0.7): the near miss would be served but for the caution.
     assert 0.7 <= learned[1] < pair_verifier.CAUTIONED_MIN_SCORE - 0.05
@@ -83,9 +83,32 @@ def test_a_cautioned_pair_is_served_only_where_the_verifier_is_sure_of_it(verifi
     # With the bar between the two, the pair above it keeps its learned score (the shipped bar,
     # 0.98, lies within a hundredth of what the surest pairs score, too close for a test).
     assert learned[0] > learned[1] + 0.05
-    monkeypatch.setattr(pair_verifier, "CAUTIONED_MIN_SCORE", float(learned[0] + learned[1]) / 2)
+    between = float(learned[0] + learned[1]) / 2
+    monkeypatch.setitem(pair_verifier.CAUTION_MIN_SCORES, REWORDED_NEGATION, between)
     served = verifier.score([sure, unsure])
     assert served[0] == pytest.approx(learned[0], abs=5e-3) and served[1] == 0.0
+
+
+def test_a_word_swapped_is_served_only_where_the_verifier_is_sure_of_it(verifier):
+    """One content word swapped for a word WordNet does not pair with it: a rewording the
+    verifier is sure of is served (a veto once refused it), one it passes only at the defaults'
+    0.7 is not, and the near miss scores 0. All three come from a development workload."""
+    from inference.pair_conflicts import SWAPPED_WORD, checked
+    from inference.pair_verifier import SWAPPED_WORD_MIN_SCORE
+
+    sure = ("unblock a number in whatsapp", "How do I unblock someone on WhatsApp?")
+    unsure = ("I want to cancel overdraft protection", "turn off overdraft protection")
+    near_miss = ("leave whatsapp group", "mute whatsapp group")
+    pairs = [sure, unsure, near_miss]
+    vetoed, cautions = checked(pairs)
+    assert not vetoed.any() and cautions == [SWAPPED_WORD] * 3
+    learned = verifier.score(pairs, vetoes=False)
+    assert learned[0] >= SWAPPED_WORD_MIN_SCORE + 0.01
+    assert 0.7 <= learned[1] < SWAPPED_WORD_MIN_SCORE - 0.01
+    assert learned[2] < 0.5
+    served = verifier.score(pairs, at_least=[0.7] * 3)
+    assert served[0] == pytest.approx(learned[0], abs=5e-3)
+    assert served[1] == 0.0 and served[2] == 0.0
 
 
 def test_a_batch_scores_each_pair_as_alone_and_never_runs_the_model_on_a_vetoed_one(verifier):
@@ -120,7 +143,12 @@ def test_a_batch_scores_each_pair_as_alone_and_never_runs_the_model_on_a_vetoed_
         verifier.score(pairs)
     finally:
         del verifier.logits
-    assert tuple(sorted(pairs[1])) not in seen and len(seen) == int((together > 0).sum())
+    # The model reads every pair no check vetoed ("cancel my order" / "... subscription" is only
+    # cautioned, and scores 0 under its bar), and no vetoed one.
+    vetoed, _ = verifier.checks(pairs)
+    assert vetoed.tolist() == [False, True, False, False, True]
+    assert tuple(sorted(pairs[1])) not in seen and len(seen) == int((~vetoed).sum())
+    assert together[2] == 0.0
 
 
 def test_each_shipped_model_has_a_record_of_how_it_was_made(verifier):
@@ -372,7 +400,7 @@ def test_in_bfloat16_a_cautioned_pair_just_under_its_cut_is_read_again_in_float3
     at, so such a pair stayed decided in bfloat16 (a review); the cut is moved next to the
     pair's score here, as the shipped 0.98 lies too close to the surest pairs to pick one."""
     import inference.pair_verifier as pair_verifier
-    from inference.pair_conflicts import checked
+    from inference.pair_conflicts import REWORDED_NEGATION, checked
 
     base = str(load_settings().embedding_model("all-MiniLM-L6-v2").model_folder())
     in_bfloat16 = load_verifier(base, dtype="bfloat16")
@@ -381,9 +409,9 @@ def test_in_bfloat16_a_cautioned_pair_just_under_its_cut_is_read_again_in_float3
         "I like seeing the route on Waze, but I don't want it talking while I'm listening to "
         "podcasts. How do I silence the voice?",
     )
-    assert checked([waze])[1].tolist() == [True]  # cautioned: a negation on one side
+    assert checked([waze])[1] == [REWORDED_NEGATION]  # cautioned: a negation on one side
     learned = float(in_bfloat16.score([waze], vetoes=False)[0])
-    monkeypatch.setattr(pair_verifier, "CAUTIONED_MIN_SCORE", learned + 1e-5)
+    monkeypatch.setitem(pair_verifier.CAUTION_MIN_SCORES, REWORDED_NEGATION, learned + 1e-5)
     before = in_bfloat16.exact.pairs_read
     in_bfloat16.score([waze], at_least=[0.7])
     assert in_bfloat16.exact.pairs_read == before + 1
