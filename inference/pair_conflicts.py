@@ -31,8 +31,8 @@ served only at a high score):
   one, swapped for a word that is not a synonym (brake fluid / transmission fluid, wired /
   wireless headphones). Synonyms are WordNet's (inference/wordnet.py); inflections,
   spelling variants and words of different parts of speech pass. The pair is served only
-  where the verifier is sure of it; a verb undone by its prefix (install / uninstall) is
-  vetoed.
+  where the verifier is sure of it. It vetoes a verb undone by its prefix (install /
+  uninstall), and a swap in a request of more than SWAP_CAUTION_MAX_CONTENT content words.
 - undoing: one side undoes an action the other asks for, though both may name it
   (reveal hidden columns / hide columns, thaw a frozen report / freeze my credit,
   turn the mics back on / mute everyone); inference/pair_undoing.py reads which words

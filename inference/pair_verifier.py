@@ -294,7 +294,7 @@ class PairVerifier:
         return near
 
     def checks(self, pairs: list[tuple[str, str]]) -> tuple[np.ndarray, np.ndarray]:
-        """Two masks over the pairs, decided before any model reads them: vetoed (by a conflict
+        """Decided before any model reads the pairs: a mask of the vetoed ones (by a conflict
         check, inference/pair_conflicts.py, or longer than this verifier reads), and the score
         each pair is held to at least by its caution (0 where none)."""
         vetoed, cautions = checked(pairs)
