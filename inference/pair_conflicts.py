@@ -44,8 +44,8 @@ served only at a high score):
 Each check but the undoing and places ones compares words present on one side only, so most
 rewording that keeps the meaning (another sentence shape, several words changed) is not
 touched. The substitution check is the strict one: a single word swapped for a synonym WordNet
-does not list ("easy" / "simple") is cautioned too, which costs a miss where the verifier is
-not sure of the pair, not a wrong answer.
+does not list ("easy" / "simple") is cautioned too (vetoed in a longer request), which costs a
+miss where the verifier is not sure of the pair, not a wrong answer.
 """
 
 from __future__ import annotations
@@ -116,6 +116,7 @@ SWAPPED_WORD = "one word swapped for another"
 # Mojave Desert?" / "... Sonoran Desert?" 0.95 to 0.97, a review's finding). Of the 34
 # rewordings above none has more than 5 content words; of the 317 near misses, 49 have more.
 SWAP_CAUTION_MAX_CONTENT = 5
+SWAPPED_WORD_IN_LONG = f"{SWAPPED_WORD} in a longer request"
 UNDONE = "one undoes what the other does"
 # How many words a thing on either side of a direction word can span ("a community college").
 _PHRASE_WORDS = 3
@@ -355,7 +356,7 @@ def assess(a: str, b: str) -> Assessment:
     if flips.negation_only:
         return Assessment(None, REWORDED_NEGATION)  # _veto let it pass for the words changed
     if swapped:
-        return Assessment(None, f"{SWAPPED_WORD}: {swapped[0]} / {swapped[1]}")
+        return Assessment(None, _named(SWAPPED_WORD, swapped))
     return Assessment(None, None)
 
 
@@ -429,12 +430,13 @@ def _veto(ra: Reading, rb: Reading, flips: _Flips, swapped: tuple[str, str] | No
     if variant:
         return f"a product variant on one side only: {variant}"
     if swapped and _undone_by_prefix(*swapped):
-        return f"{UNDONE}: {swapped[0]} / {swapped[1]}"
+        return _named(UNDONE, swapped)
+    # A swap has as many content words on each side.
     if swapped and len(_content(ra.bases)) > SWAP_CAUTION_MAX_CONTENT:
-        return f"{SWAPPED_WORD}: {swapped[0]} / {swapped[1]}"
+        return _named(SWAPPED_WORD_IN_LONG, swapped)
     undone = undone_by_first(ra.tokens, rb.tokens) or undone_by_first(rb.tokens, ra.tokens)
     if undone:
-        return f"{UNDONE}: {undone[0]} / {undone[1]}"
+        return _named(UNDONE, undone)
     places = traded_places(ra.tokens, rb.tokens)
     if places:
         return f"places traded: {places[0]} / {places[1]}"
@@ -449,6 +451,11 @@ def _positions(own: Counter, other: Counter) -> Counter:
     if not any(key.endswith(FROM_THE_END_KEY) and key != LAST for key in other):
         del different[LAST]
     return different
+
+
+def _named(kind: str, words: tuple[str, str]) -> str:
+    """A check's reason: its kind (what evaluate counts by), then the two words."""
+    return f"{kind}: {words[0]} / {words[1]}"
 
 
 def _show(numbers: Counter) -> str:
@@ -466,10 +473,10 @@ def checked(pairs: list[tuple[str, str]]) -> tuple[np.ndarray, list[str | None]]
     verdicts = [assess(a, b) for a, b in pairs]
     return (
         np.array([v.veto is not None for v in verdicts], dtype=bool),
-        [None if v.caution is None else caution_kind(v.caution) for v in verdicts],
+        [None if v.caution is None else reason_kind(v.caution) for v in verdicts],
     )
 
 
-def caution_kind(caution: str) -> str:
-    """The kind of a caution (REWORDED_NEGATION, SWAPPED_WORD), without its words."""
-    return caution.split(":")[0]
+def reason_kind(reason: str) -> str:
+    """The kind of a veto or caution (NEGATION, SWAPPED_WORD...), without its words."""
+    return reason.split(":")[0]

@@ -69,7 +69,8 @@ CAUTIONED_MIN_SCORE = 0.98
 # One word swapped for a word WordNet does not call a synonym (pair_conflicts.SWAPPED_WORD):
 # over the eight written workloads' candidate pairs the verifier scores no such near miss
 # above 0.37, and at 0.95 it keeps 13 of the development workloads' 18 such rewordings it
-# passes at the defaults' 0.7 (benchmarks/RESULTS.md, session 40). 0.95 rather than lower, as
+# passes at the defaults' 0.7 (benchmarks/RESULTS.md, session 40). A swap in a request of
+# more than pair_conflicts.SWAP_CAUTION_MAX_CONTENT content words is vetoed. 0.95 rather than lower, as
 # swaps it never met fool it more: on held-out QQP it scores "the best gift you've ever given"
 # / "... received" 0.94 and "addicted to" / "overdose on marijuana" 0.93.
 SWAPPED_WORD_MIN_SCORE = 0.95
@@ -406,7 +407,7 @@ def caution_min_scores(cautions: Sequence[str | None]) -> np.ndarray:
 
 
 def checked_scores(learned: np.ndarray, vetoed: np.ndarray, caution_bars: np.ndarray) -> np.ndarray:
-    """Learned scores as served after the conflict checks (Verifier.checks): 0 where vetoed,
+    """Learned scores as served after the conflict checks (PairVerifier.checks): 0 where vetoed,
     and where cautioned and under the caution's bar."""
     return np.where(vetoed | (learned < caution_bars), 0.0, learned).astype(np.float32)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from inference.embedder import load_embedder
-from inference.pair_conflicts import assess, caution_kind
+from inference.pair_conflicts import assess, reason_kind
 from inference.pair_data import LabelledFileError, read_pairs, read_workload
 from inference.pair_verifier import UNREAD_PAIR, VERIFIER_BASE_MODEL, load_verifier
 from storage.calibration import VERIFY_GRID, Operating, per_threshold_verify
@@ -172,11 +172,11 @@ def _counting_checks(verify: Verify, vetoes: Counter, cautions: Counter) -> Veri
         unread = unread_pairs(verify, pairs, among=np.array([v.veto is None for v in verdicts], dtype=bool))
         for verdict, too_long in zip(verdicts, unread, strict=True):
             if verdict.veto:
-                vetoes[verdict.veto.split(":")[0]] += 1
+                vetoes[reason_kind(verdict.veto)] += 1
             elif too_long:
                 vetoes[UNREAD_PAIR] += 1
             elif verdict.caution:
-                cautions[caution_kind(verdict.caution)] += 1
+                cautions[reason_kind(verdict.caution)] += 1
         return verify(pairs, at_least=at_least)
 
     return counted

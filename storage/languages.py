@@ -230,14 +230,24 @@ def unplaced_label(text: str) -> str | None:
     total = sum(counts.values())
     if not total:
         return None
-    scripts = sorted(script for script, n in counts.items() if n / total >= MIN_SCRIPT_SHARE)
+    scripts = _real_scripts(counts, total)
     label = "+".join(script.lower() for script in scripts)
-    return label if is_unplaced(label) and not _placed_by_script(scripts) else None
+    return label if is_unplaced(label) and _place_by_script(scripts) is None else None
 
 
-def _placed_by_script(scripts: list[str]) -> bool:
-    """Scripts only one language writes, however a text mixes them (scope_language)."""
-    return bool({"HIRAGANA", "KATAKANA", "HANGUL"} & set(scripts)) or scripts == ["CJK"]
+def _real_scripts(counts: Counter, total: int) -> list[str]:
+    """The scripts with a real share of a text's letters."""
+    return sorted(script for script, n in counts.items() if n / total >= MIN_SCRIPT_SHARE)
+
+
+def _place_by_script(scripts: list[str]) -> str | None:
+    """The language that alone writes these scripts, however a text mixes them: Japanese
+    mixes kana with Chinese characters, Korean may."""
+    if {"HIRAGANA", "KATAKANA"} & set(scripts):
+        return "ja"
+    if "HANGUL" in scripts:
+        return "ko"
+    return "zh" if scripts == ["CJK"] else None
 
 
 def scope_language(text: str, detected: Detection = None) -> str:
@@ -250,18 +260,10 @@ def scope_language(text: str, detected: Detection = None) -> str:
     total = sum(counts.values())
     if not total:
         return "none"
-    scripts = sorted(script for script, n in counts.items() if n / total >= MIN_SCRIPT_SHARE)
+    scripts = _real_scripts(counts, total)
     sure = detected[0] if detected is not None and detected[1] >= SURE_READING else None
     if scripts != ["LATIN"]:
-        # Japanese mixes kana with Chinese characters, Korean may: one place each however
-        # a text mixes them.
-        if {"HIRAGANA", "KATAKANA"} & set(scripts):
-            return "ja"
-        if "HANGUL" in scripts:
-            return "ko"
-        if scripts == ["CJK"]:
-            return "zh"
-        return sure or "+".join(script.lower() for script in scripts)
+        return _place_by_script(scripts) or sure or "+".join(script.lower() for script in scripts)
     from inference.english_words import english_word_share
 
     if english_word_share(text) >= SCOPE_ENGLISH_SHARE:

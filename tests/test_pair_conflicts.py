@@ -104,7 +104,7 @@ NEAR_MISSES = [
     (
         "What is the Gobi, and how do the average temperatures there compare to those of the Mojave Desert?",
         "What is the Gobi, and how do the average temperatures there compare to those of the Sonoran Desert?",
-        "one word swapped for another: mojave / sonoran",
+        "one word swapped for another in a longer request: mojave / sonoran",
     ),
     ("25 degrees C to kelvin", "25 degrees F to kelvin", "different units: celsius / fahrenheit"),
     ("What is 40°C in kelvin?", "What is 40 °F in kelvin?", "different units"),
@@ -399,7 +399,7 @@ def test_a_caution_never_hides_a_veto_after_it():
     assert found.veto is not None and "direction" in found.veto and found.caution is None
 
 
-def test_the_masks_say_which_pairs_are_vetoed_and_which_cautioned():
+def test_checked_says_which_pairs_are_vetoed_and_how_others_are_cautioned():
     pairs = [
         ("Which fruits can dogs eat?", "Which fruits can't dogs eat?"),
         ("fruits toxic to dogs list", "Which fruits must dogs never eat?"),
