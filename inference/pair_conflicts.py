@@ -349,8 +349,12 @@ def assess(a: str, b: str) -> Assessment:
     verifier score the pair, which asks again."""
     ra, rb = read(a), read(b)
     flips = _flips(ra, rb)
+    veto = _veto(ra, rb, flips)
+    if veto is not None:
+        return Assessment(veto, None)
+    # Read only for pairs no check above vetoed, in the order the checks always ran.
     swapped = _swapped_word(ra, rb)
-    veto = _veto(ra, rb, flips, swapped)
+    veto = _swap_veto(ra, swapped) or _action_veto(ra, rb)
     if veto is not None:
         return Assessment(veto, None)
     if flips.negation_only:
@@ -397,8 +401,9 @@ def _flips(ra: Reading, rb: Reading) -> _Flips:
     return _Flips(swaps if flipped else [], negated == 1 and not swaps, len(changed))
 
 
-def _veto(ra: Reading, rb: Reading, flips: _Flips, swapped: tuple[str, str] | None) -> str | None:
-    """The first check that objects to the pair (`swapped`: its one word swapped, if any)."""
+def _veto(ra: Reading, rb: Reading, flips: _Flips) -> str | None:
+    """The first check up to the product variant that objects to the pair (the swap and the
+    action checks follow: _swap_veto, _action_veto)."""
     numbers_a, numbers_b = ra.numbers - rb.numbers, rb.numbers - ra.numbers
     numbers_a, numbers_b = _unrefined(numbers_a, ra, numbers_b), _unrefined(numbers_b, rb, numbers_a)
     if numbers_a and numbers_b:
@@ -429,11 +434,21 @@ def _veto(ra: Reading, rb: Reading, flips: _Flips, swapped: tuple[str, str] | No
     variant = _variant_added(ra, rb, only_a) or _variant_added(rb, ra, only_b)
     if variant:
         return f"a product variant on one side only: {variant}"
+    return None
+
+
+def _swap_veto(ra: Reading, swapped: tuple[str, str] | None) -> str | None:
+    """Where one word swapped vetoes rather than cautions: a verb undone by its prefix, or a
+    swap in a longer request (a swap has as many content words on each side)."""
     if swapped and _undone_by_prefix(*swapped):
         return _named(UNDONE, swapped)
-    # A swap has as many content words on each side.
     if swapped and len(_content(ra.bases)) > SWAP_CAUTION_MAX_CONTENT:
         return _named(SWAPPED_WORD_IN_LONG, swapped)
+    return None
+
+
+def _action_veto(ra: Reading, rb: Reading) -> str | None:
+    """One side undoing what the other asks, or two things trading places."""
     undone = undone_by_first(ra.tokens, rb.tokens) or undone_by_first(rb.tokens, ra.tokens)
     if undone:
         return _named(UNDONE, undone)

@@ -16,6 +16,8 @@ decides it afresh.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import NamedTuple
 
@@ -147,15 +149,12 @@ def forget_exact_only(con: duckdb.DuckDBPyConnection, keys: list[bytes], embeddi
     a vector under the wrong kind of scope from being indexed again."""
     if not keys:
         return
-    con.register("indexed_now", pa.table({"key": pa.array(keys, pa.binary())}))
-    try:
+    with _registered(con, indexed_now=_key_table(keys)):
         con.execute(
             "DELETE FROM exact_only_entries"
             " WHERE embedding_model = ? AND key IN (SELECT key FROM indexed_now)",
             [embedding_model],
         )
-    finally:
-        con.unregister("indexed_now")
 
 
 def forget_exact_only_without_entry(con: duckdb.DuckDBPyConnection, now: datetime) -> int:
@@ -254,9 +253,8 @@ def _live_vectors(
     """The vectors of `indexed` whose entries are live, in the (tenant, namespace) rows of
     `namespaces` (their other columns kept), with what StaleVector holds, the stored scope and
     the entry's canonical request and text."""
-    con.register("scoped_vectors", indexed.select(["key", "tenant", "namespace", "semantic_scope"]))
-    con.register("checked_namespaces", namespaces.to_arrow())
-    try:
+    scoped_vectors = indexed.select(["key", "tenant", "namespace", "semantic_scope"])
+    with _registered(con, scoped_vectors=scoped_vectors, checked_namespaces=namespaces.to_arrow()):
         return con.sql(
             """
             SELECT v.key, v.tenant, v.namespace, e.model, e.model_version,
@@ -271,9 +269,6 @@ def _live_vectors(
             """,
             params={"before_partition": before_partition, "now": now},
         ).pl()
-    finally:
-        con.unregister("scoped_vectors")
-        con.unregister("checked_namespaces")
 
 
 def namespaces_unchecked_for_unplaced(
@@ -330,16 +325,29 @@ def keys_recorded_exact_only(
     """Those of `keys` whose entries are recorded exact-only under the embedding model."""
     if not keys:
         return set()
-    con.register("asked_keys", pa.table({"key": pa.array(keys, pa.binary())}))
-    try:
+    with _registered(con, asked_keys=_key_table(keys)):
         rows = con.execute(
             "SELECT DISTINCT key FROM exact_only_entries"
             " WHERE embedding_model = ? AND key IN (SELECT key FROM asked_keys)",
             [embedding_model],
         ).fetchall()
-    finally:
-        con.unregister("asked_keys")
     return {key for (key,) in rows}
+
+
+def _key_table(keys: list[bytes]) -> pa.Table:
+    return pa.table({"key": pa.array(keys, pa.binary())})
+
+
+@contextmanager
+def _registered(con: duckdb.DuckDBPyConnection, **tables: pa.Table) -> Iterator[None]:
+    """The tables registered under their names for the queries inside, then unregistered."""
+    for name, table in tables.items():
+        con.register(name, table)
+    try:
+        yield
+    finally:
+        for name in tables:
+            con.unregister(name)
 
 
 # Which kinds of scope (with or without the text's language) a tenant namespace's vectors

@@ -50,7 +50,6 @@ _KEYED_REUSE_QUERY = """
 SELECT embedding_model, tenant, namespace, model, model_version,
        any_value(coalesce(semantic_verify, false)) AS verify,
        any_value(semantic_decided_under) AS decided_under,
-       bool_or(semantic_language IS NOT NULL) AS language_in_scope,
        coalesce(list(DISTINCT semantic_language) FILTER (semantic_language IS NOT NULL), []) AS languages
 FROM model_requests WHERE partition = ? AND semantic_enabled
 GROUP BY ALL ORDER BY ALL
@@ -68,8 +67,11 @@ class _Keyed(NamedTuple):
     model_version: str
     verify: bool
     decided_under: str | None  # storage.semantic_coverage.coverage_signature; None before it was kept
-    language_in_scope: bool
     languages: list[str]  # the languages its requests' scopes hold
+
+    @property
+    def language_in_scope(self) -> bool:
+        return bool(self.languages)
 
 
 @dataclass
@@ -201,7 +203,8 @@ def _backfill_model(
     unreadable = set(exact_only["key"].to_list())
     # Stale vectors whose text now gets exact matching only, of a superseded version, or of an
     # entry recorded exact-only.
-    dropped = [key for key in rescope if key in unreadable or key in superseded or (key in recorded - taken)]
+    recorded -= taken
+    dropped = [key for key in rescope if key in unreadable or key in superseded or key in recorded]
     index.delete_keys(dropped)
     forget_exact_only(con, list(taken - unreadable), embedding_model)
     if multilingual:
