@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ import polars as pl
 from storage.config import Settings
 from storage.keys import InvalidParams, canonical_params
 
-LANDING_SUFFIXES = (".jsonl", ".parquet")
+UTF8_BOM = b"\xef\xbb\xbf"
 
 ACCEPTED_SCHEMA = {
     "request_id": pl.String,
@@ -54,8 +55,9 @@ def read_landing(folder: Path, settings: Settings) -> LandedRows:
     accepted: list[dict[str, Any]] = []
     quarantined: list[dict[str, Any]] = []
     first_seen: dict[str, str] = {}
-    files = sorted(p for p in folder.glob("*") if p.suffix in LANDING_SUFFIXES) if folder.exists() else []
-    for path in files:
+    # Hidden files (.DS_Store, an upload tool's partial file) are no one's requests.
+    entries = sorted(p for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
+    for path in entries:
         for row_number, raw, parsed in _rows(path):
             where = f"{path.name}:{row_number}"
             request_id = parsed.get("request_id") if isinstance(parsed, dict) else None
@@ -89,21 +91,91 @@ class _Rejected(ValueError):
     pass
 
 
-def _rows(path: Path):
-    """(row number, raw text, parsed value) for each row; parse errors surface as values."""
-    if path.suffix == ".jsonl":
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            for number, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    parsed: Any = json.loads(line)
-                except json.JSONDecodeError as error:
-                    parsed = _Rejected(f"not valid JSON ({error.msg} at column {error.colno})")
-                yield number, line.rstrip("\n"), parsed
-    else:
-        for number, record in enumerate(pl.read_parquet(path).to_dicts(), start=1):
-            yield number, json.dumps(record, default=str, ensure_ascii=False), record
+def _rows(path: Path) -> Iterator[tuple[int, str, Any]]:
+    """(row number, raw text, parsed value) for each row; parse errors surface as values.
+    A whole file that cannot be read is one row numbered 0 with empty raw text."""
+    # Suffixes compared lower-case: b.JSONL and c.Parquet are landing files too.
+    reader = _READERS.get(path.suffix.lower()) if path.is_file() else None
+    if reader is not None:
+        yield from reader(path)
+        return
+    what = "a folder (files in it are not read)" if path.is_dir() else "not a landing file"
+    yield (
+        0,
+        "",
+        _Rejected(
+            f"{path.name} is {what}: only .jsonl (one JSON object a line, UTF-8) and .parquet "
+            "files (any case) are read; save it as one of those, or move it out of the day's folder"
+        ),
+    )
+
+
+def _jsonl_rows(path: Path) -> Iterator[tuple[int, str, Any]]:
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        yield 0, "", _Rejected(f"could not read {path.name} ({error.strerror}): check the file and run again")
+        return
+    # Lines split as text mode splits them (\n, \r\n, \r), each decoded on its own so one
+    # line in another encoding quarantines that line, not the file.
+    for number, line in enumerate(data.removeprefix(UTF8_BOM).splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            text = line.decode("utf-8")
+        except UnicodeDecodeError as error:
+            yield (
+                number,
+                line.decode("utf-8", "backslashreplace"),
+                _Rejected(
+                    f"line is not UTF-8 (byte 0x{line[error.start]:02X} at byte {error.start + 1} "
+                    "of the line): save the file as UTF-8"
+                ),
+            )
+            continue
+        try:
+            parsed: Any = json.loads(text)
+        except json.JSONDecodeError as error:
+            parsed = _Rejected(f"not valid JSON ({error.msg} at column {error.colno})")
+        yield number, text, parsed
+
+
+def _parquet_rows(path: Path) -> Iterator[tuple[int, str, Any]]:
+    try:
+        frame = pl.read_parquet(path)
+    except (pl.exceptions.PolarsError, OSError) as error:
+        message = next(iter(str(error).strip().splitlines()), type(error).__name__)
+        yield (
+            0,
+            "",
+            _Rejected(
+                f"could not read {path.name} as Parquet ({message}): write the file again "
+                "(a complete Parquet file) and run the partition again"
+            ),
+        )
+        return
+    # A params struct has every key any row used; a row without one reads null there.
+    struct_params = isinstance(frame.schema.get("params"), pl.Struct)
+    for number, record in enumerate(frame.to_dicts(), start=1):
+        raw = json.dumps(record, default=str, ensure_ascii=False)
+        if struct_params:
+            record["params"] = _without_null_fields(record["params"])
+        yield number, raw, record
+
+
+def _without_null_fields(value: Any) -> Any:
+    """A Parquet struct's value with its null fields left out, as absent keys."""
+    if isinstance(value, dict):
+        return {key: _without_null_fields(item) for key, item in value.items() if item is not None}
+    if isinstance(value, list):
+        return [_without_null_fields(item) for item in value]
+    return value
+
+
+_READERS: dict[str, Callable[[Path], Iterator[tuple[int, str, Any]]]] = {
+    ".jsonl": _jsonl_rows,
+    ".parquet": _parquet_rows,
+}
 
 
 def _validate(parsed: Any, settings: Settings) -> dict[str, Any]:
@@ -112,32 +184,94 @@ def _validate(parsed: Any, settings: Settings) -> dict[str, Any]:
     if not isinstance(parsed, dict):
         raise _Rejected("a request must be a JSON object")
     for field in ("request_id", "tenant", "namespace", "model"):
-        value = parsed.get(field)
-        if not isinstance(value, str) or not value.strip():
-            raise _Rejected(f"missing or empty {field}: every request needs a non-empty {field}")
+        _require_string(
+            field, parsed.get(field), f"missing or empty {field}: every request needs a non-empty {field}"
+        )
     if parsed["model"] not in settings.models:
         raise _Rejected(
             f"unknown model {parsed['model']!r}: known models are "
             f"{', '.join(sorted(settings.models))} (add it to models.yaml)"
         )
     text = parsed.get("input")
-    if not isinstance(text, str) or not text.strip():
-        raise _Rejected("empty input: the input must be a non-blank string")
+    _require_string("input", text, "empty input: the input must be a non-blank string")
     prefix = parsed.get("prefix")
     if prefix is not None and not isinstance(prefix, str):
         raise _Rejected(f"prefix must be a string or absent, got {type(prefix).__name__}")
+    params_json = _params(parsed.get("params"))
+    _check_params(json.loads(params_json), settings.model(parsed["model"]).backend)
     row = {
         "request_id": parsed["request_id"],
         "tenant": parsed["tenant"],
         "namespace": parsed["namespace"],
         "model": parsed["model"],
-        "params_json": _params(parsed.get("params")),
+        "params_json": params_json,
         "prefix": prefix or "",
         "input": text,
     }
     for field, value in row.items():
         _require_unicode_text(field.removesuffix("_json"), value)
     return row | {"submitted_at": _timestamp(parsed.get("submitted_at"))}
+
+
+def _require_string(field: str, value: Any, if_blank: str) -> None:
+    """A non-blank string; any other type is named, never coerced ("5" and 5 would collide)."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise _Rejected(if_blank)
+    if not isinstance(value, str):
+        raise _Rejected(
+            f"{field} must be a string, got {type(value).__name__} {_shown(value)}: send it as a string"
+        )
+
+
+def _shown(value: Any) -> str:
+    """A value as JSON, cut short: enough to find it in the row."""
+    text = json.dumps(value, default=str, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def _is_non_negative(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+def _is_label_list(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(label, str) and label.strip() for label in value)
+        and len(set(value)) == len(value)
+    )
+
+
+# The params each backend reads, with the test a value must pass and what is allowed.
+# A param no backend reads passes as it is: users key on their own (a prompt template
+# version). Greedy decoding reads no temperature, but it is the documented generation
+# setting and part of the key, so "hot" or -1 is a mistake worth telling.
+PARAM_RULES: dict[str, dict[str, tuple[Callable[[Any], bool], str]]] = {
+    "causal_lm": {
+        "max_new_tokens": (_is_count, "a whole number of 1 or more"),
+        "temperature": (_is_non_negative, "a number of 0 or more"),
+    },
+    "zero_shot_classifier": {
+        "labels": (_is_label_list, "a non-empty list of distinct, non-blank strings"),
+    },
+}
+
+
+def _check_params(params: dict[str, Any], backend: str) -> None:
+    for name, (allowed, description) in PARAM_RULES.get(backend, {}).items():
+        if name not in params:
+            continue
+        value = params[name]
+        if value is None:
+            raise _Rejected(f"params.{name} is null: leave it out for the default, or send {description}")
+        if not allowed(value):
+            raise _Rejected(
+                f"params.{name} is {_shown(value)} ({type(value).__name__}): it must be {description}"
+            )
 
 
 def _storable(text: str) -> str:
@@ -178,6 +312,9 @@ def _params(value: Any) -> str:
 def _timestamp(value: Any) -> datetime | None:
     if value is None or isinstance(value, datetime):
         return value
+    if isinstance(value, date):
+        # A Parquet date column: the day's midnight, as the string "2026-01-05" reads.
+        return datetime.combine(value, time())
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
