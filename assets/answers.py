@@ -96,7 +96,8 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
     """New answers into cache_entries (committed first), then their vectors into LanceDB;
     then each tenant namespace is held to its capacity by its eviction policy.
 
-    Re-running a partition replaces what it wrote before, so the state is the same.
+    Re-running a partition writes its answers again over the same keys, so the state is
+    the same; entries it does not write again stay.
     """
     partition = context.partition_key
     settings = infercache.settings()
@@ -123,14 +124,22 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
             "key", "vector"
         )
         entries = new_entries(con, partition, now, ttl)
-        written = commit_entries(con, entries, partition)
+        written = commit_entries(con, entries)
         exact_only = new_exact_only_entries(con, partition)
         for (embedding_model,), group in exact_only.group_by(["embedding_model"], maintain_order=True):
             record_exact_only(con, group, embedding_model, now)
+        versions = {model.name: model.version for model in settings.models.values()}
         evicted: list[bytes] = []
         for (tenant, namespace), scope in limits.items():
             evicted += enforce_capacity(
-                con, tenant, namespace, scope.eviction, scope.max_entries, scope.max_bytes
+                con,
+                tenant,
+                namespace,
+                scope.eviction,
+                scope.max_entries,
+                scope.max_bytes,
+                admitted_at=now,
+                current_versions=versions,
             )
         expired = sweep_expired(con, now)
         pair_scores_forgotten = forget_unused(con, now)

@@ -35,7 +35,16 @@ def model_requests(context: dg.AssetExecutionContext, infercache: InferCacheReso
     """The day's landed requests, validated and keyed; bad rows go to `quarantine` with a reason."""
     partition = context.partition_key
     settings = infercache.settings()
-    landed = read_landing(landing_folder(infercache.locations.landing_root, partition), settings)
+    folder = landing_folder(infercache.locations.landing_root, partition)
+    if not folder.is_dir() or not any(folder.iterdir()):
+        # A day whose files are missing is an error, not an empty day: a re-run would
+        # otherwise replace the day's requests and answers with nothing.
+        raise dg.Failure(
+            f"no landing files for {partition}: {folder} is missing or empty. Put the day's "
+            "request files (*.jsonl or *.parquet) there; for a day without requests, an empty "
+            "requests.jsonl"
+        )
+    landed = read_landing(folder, settings)
     keyed = key_requests(landed.accepted, settings)
     cross_language = [
         warning

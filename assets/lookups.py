@@ -17,11 +17,23 @@ from storage.exact_store import (
     read_partition,
     record_hits,
     replace_partition,
+    served_keys_of,
 )
-from storage.keying import settings_changed_since_keying
+from storage.keying import settings_changed_since_keying, versions_changed_since_keying
 from storage.keys import text_hash
 from storage.semantic_lookup import lookup_semantic
 from storage.vector_backfill_run import index_entries_without_vectors
+
+
+def _require_current_versions(con, partition: str, settings) -> None:
+    """A look-up run again (a recompute from here) after a model upgrade would serve the old
+    version's answers under the old keys: it stops and says to key the partition again."""
+    changed = versions_changed_since_keying(con, partition, settings)
+    if changed:
+        raise dg.Failure(
+            f"{'; '.join(changed)} since {partition} was keyed: re-materialize the partition "
+            "from model_requests (the whole daily_partition_job), not from the look-ups"
+        )
 
 
 @dg.asset(deps=["model_requests"], kinds={"duckdb", "polars"}, **PARTITION_FLOW)
@@ -30,11 +42,14 @@ def exact_lookups(context: dg.AssetExecutionContext, infercache: InferCacheResou
     partition = context.partition_key
     now = infercache.now()
     with open_store(infercache.locations.duckdb_path) as con:
+        _require_current_versions(con, partition, infercache.settings())
         requests = read_partition(con, "model_requests", partition)
         started = time.perf_counter()
         found = lookup_exact(con, requests, now, before_partition=partition)
         elapsed = time.perf_counter() - started
-        record_hits(con, found.filter("hit")["served_key"].to_list(), now)
+        # A re-run takes back the hits its earlier run recorded: each hit counts once.
+        previous = served_keys_of(con, "exact_lookups", partition)
+        record_hits(con, found.filter("hit")["served_key"].to_list(), now, replacing=previous)
         share = elapsed / requests.height if requests.height else 0.0
         replace_partition(
             con,
@@ -166,6 +181,7 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
             "text_hash", "model_fingerprint"
         )
         settings = infercache.settings()
+        _require_current_versions(con, partition, settings)
         settings_changed = settings_changed_since_keying(con, partition, settings)
         for changed in settings_changed:
             context.log.warning(changed)
@@ -199,8 +215,9 @@ def semantic_lookups(context: dg.AssetExecutionContext, infercache: InferCacheRe
             share = (time.perf_counter() - started) / group.height
             frames.append(found.with_columns(lookup_seconds=pl.lit(share)))
         result = pl.concat(frames) if frames else pl.DataFrame()
+        served = result.filter("hit")["served_key"].to_list() if result.height else []
+        record_hits(con, served, now, replacing=served_keys_of(con, "semantic_lookups", partition))
         if result.height:
-            record_hits(con, result.filter("hit")["served_key"].to_list(), now)
             result = result.with_columns(partition=pl.lit(partition))
         replace_partition(con, "semantic_lookups", partition, result)
     hits = int(result["hit"].sum()) if result.height else 0

@@ -373,22 +373,46 @@ def _namespace_settings(name: str, values: dict[str, Any]) -> NamespaceSettings:
         name=name,
         ttl_seconds=ttl,
         semantic=SemanticSettings(
-            enabled=bool(semantic.get("enabled", True)),
+            enabled=_flag(name, semantic, "enabled", True),
             threshold=threshold,
             embedding_model=str(semantic.get("embedding_model", "all-MiniLM-L6-v2")),
-            verify=bool(semantic.get("verify", True)),
+            verify=_flag(name, semantic, "verify", True),
             verify_threshold=verify_threshold,
             audit_rate=audit_rate,
             audit_min_text_similarity=(
                 None if audit_min_text_similarity is None else float(audit_min_text_similarity)
             ),
-            cross_language=bool(semantic.get("cross_language", False)),
+            cross_language=_flag(name, semantic, "cross_language", False),
         ),
         labels=tuple(values.get("labels") or ()),
-        max_entries=capacity.get("max_entries"),
-        max_bytes=capacity.get("max_bytes"),
+        max_entries=_capacity(name, capacity, "max_entries"),
+        max_bytes=_capacity(name, capacity, "max_bytes"),
         eviction=eviction,
     )
+
+
+def _flag(namespace: str, section: dict[str, Any], field: str, default: bool) -> bool:
+    """A YAML boolean, never a string: a quoted 'false' is truthy, and semantic reuse left on
+    where it was meant off serves other requests' answers."""
+    value = section.get(field, default)
+    if not isinstance(value, bool):
+        raise ConfigError(
+            f"namespace {namespace!r}: semantic.{field} is {value!r}; write true or false, unquoted"
+        )
+    return value
+
+
+def _capacity(namespace: str, capacity: dict[str, Any], field: str) -> int | None:
+    """A positive whole number, or absent (null) for no limit: 0 or -1 would evict everything."""
+    value = capacity.get(field)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(
+            f"namespace {namespace!r}: capacity.{field} is {value!r}; give a positive whole number, "
+            "or leave it out (null) for no limit"
+        )
+    return value
 
 
 def _dtype(entry: dict, where: str) -> str:

@@ -106,17 +106,33 @@ def lookup_exact(
     return found
 
 
-def record_hits(con: duckdb.DuckDBPyConnection, served_keys: list[bytes], now: datetime) -> None:
-    """Count hits and touch last_hit_at (LRU/LFU eviction and cost reports read these)."""
-    if not served_keys:
+def record_hits(
+    con: duckdb.DuckDBPyConnection,
+    served_keys: list[bytes],
+    now: datetime,
+    replacing: list[bytes] | None = None,
+) -> None:
+    """Count hits and touch last_hit_at (LRU/LFU eviction and cost reports read these).
+
+    replacing: the hits an earlier run of the same look-up recorded (`served_keys_of`),
+    taken back first, so a partition run again counts each of its hits once.
+    """
+    if not served_keys and not replacing:
         return
-    counts = pl.DataFrame({"key": served_keys}, schema={"key": pl.Binary}).group_by("key").len()
-    con.register("served_counts", counts)
+    counts = pl.concat(
+        [
+            pl.DataFrame({"key": served_keys, "hits": 1}, schema={"key": pl.Binary, "hits": pl.Int64}),
+            pl.DataFrame({"key": replacing or [], "hits": -1}, schema={"key": pl.Binary, "hits": pl.Int64}),
+        ]
+    )
+    net = counts.group_by("key").agg(change=pl.col("hits").sum(), served_now=(pl.col("hits") > 0).any())
+    con.register("served_counts", net)
     try:
         con.execute(
             """
             UPDATE cache_entries e
-            SET hit_count = e.hit_count + s.len, last_hit_at = ?
+            SET hit_count = greatest(e.hit_count + s.change, 0),
+                last_hit_at = CASE WHEN s.served_now THEN ? ELSE e.last_hit_at END
             FROM served_counts s
             WHERE e.key = s.key
             """,
@@ -126,16 +142,47 @@ def record_hits(con: duckdb.DuckDBPyConnection, served_keys: list[bytes], now: d
         con.unregister("served_counts")
 
 
-def write_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame, partition: str | None) -> int:
-    """Store new entries: replace any row with the same key, and (for a partition)
-    every row that partition wrote before, so a re-run gives the same state."""
+def served_keys_of(con: duckdb.DuckDBPyConnection, table: str, partition: str) -> list[bytes]:
+    """The entries a look-up table's partition served (one key a hit), as its last run recorded."""
+    if table not in ("exact_lookups", "semantic_lookups"):
+        raise ValueError(f"{table!r} records no hits")
+    rows = con.execute(f"SELECT served_key FROM {table} WHERE partition = ? AND hit", [partition]).fetchall()
+    return [key for (key,) in rows]
+
+
+def write_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame) -> int:
+    """Store new entries, each replacing any row with the same key.
+
+    A replaced row's hit count and last hit carry over: a partition run again recomputes
+    its answers but not the hits later days recorded on them (eviction ranks by those).
+    Entries a run does not write again stay: a re-run whose landing files are gone or
+    unreadable must not take answers already paid for.
+    """
+    if not entries.height:
+        return 0
     with transaction(con):
-        if partition is not None:
-            con.execute("DELETE FROM cache_entries WHERE source_partition = ?", [partition])
-        if entries.height:
-            con.register("new_entries", entries.to_arrow())
+        con.register("new_entries", entries.to_arrow())
+        try:
+            con.execute(
+                """
+                CREATE OR REPLACE TEMP TABLE replaced_hits AS
+                SELECT key, hit_count, last_hit_at FROM cache_entries
+                WHERE key IN (SELECT key FROM new_entries)
+                """
+            )
             con.execute("DELETE FROM cache_entries WHERE key IN (SELECT key FROM new_entries)")
-            con.execute("INSERT INTO cache_entries BY NAME SELECT * FROM new_entries")
+            con.execute(
+                """
+                INSERT INTO cache_entries BY NAME
+                SELECT n.* REPLACE (
+                    n.hit_count + coalesce(r.hit_count, 0) AS hit_count,
+                    coalesce(n.last_hit_at, r.last_hit_at) AS last_hit_at
+                )
+                FROM new_entries n LEFT JOIN replaced_hits r USING (key)
+                """
+            )
+            con.execute("DROP TABLE replaced_hits")
+        finally:
             con.unregister("new_entries")
     return entries.height
 

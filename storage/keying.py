@@ -131,3 +131,22 @@ def settings_changed_since_keying(
                 "this partition was keyed; the keyed settings apply until it is re-run from model_requests"
             )
     return changed
+
+
+def versions_changed_since_keying(
+    con: duckdb.DuckDBPyConnection, partition: str, settings: Settings
+) -> list[str]:
+    """Each model whose registry version differs from the one the partition's requests were
+    keyed under (or that the registry no longer lists). Looking them up again would serve
+    the old version's answers under the old keys: the partition must be keyed again."""
+    keyed = con.execute(
+        "SELECT DISTINCT model, model_version FROM model_requests WHERE partition = ? ORDER BY ALL",
+        [partition],
+    ).fetchall()
+    changed = []
+    for model, version in keyed:
+        registered = settings.models.get(model)
+        if registered is None or registered.version != version:
+            now = f"version {registered.version}" if registered else "no longer in the registry"
+            changed.append(f"{model!r} was keyed at version {version} and is {now}")
+    return changed

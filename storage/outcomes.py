@@ -91,20 +91,25 @@ def build_outcomes(con: duckdb.DuckDBPyConnection, partition: str) -> pl.DataFra
 
 
 def partition_report(
-    con: duckdb.DuckDBPyConnection, partition: str, price_by_model: dict[tuple[str, str], float]
+    con: duckdb.DuckDBPyConnection, partition: str, price_by_model: dict[str, float]
 ) -> dict[str, Any]:
-    """The partition's figures; ratios are None when their denominator is zero."""
+    """The partition's figures; ratios are None when their denominator is zero.
+
+    price_by_model: the registry's price per device-hour of each model. A partition run
+    under an earlier version is priced at it too: the registry names only the current
+    version, and a device-hour of the old one was not free.
+    """
     row = con.sql(_REPORT_QUERY, params=[partition]).pl().to_dicts()[0]
     money = con.execute(
         """
-        SELECT model, model_version, sum(device_seconds) AS used, sum(device_seconds_saved) AS saved
+        SELECT model, sum(device_seconds) AS used, sum(device_seconds_saved) AS saved
         FROM request_outcomes WHERE partition = ? AND model IS NOT NULL GROUP BY ALL
         """,
         [partition],
     ).fetchall()
     cost_used = cost_saved = 0.0
-    for model, version, used, saved in money:
-        price_per_second = price_by_model.get((model, version), 0.0) / 3600.0
+    for model, used, saved in money:
+        price_per_second = price_by_model.get(model, 0.0) / 3600.0
         cost_used += used * price_per_second
         cost_saved += saved * price_per_second
     return {

@@ -296,7 +296,7 @@ def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
                 "source_partition": pl.String,
             },
         )
-        write_entries(con, entries, partition=None)
+        write_entries(con, entries)
         position = {row: n for n, row in enumerate(semantic_rows)}
         # A request that got exact matching only is not searched for semantically either.
         searchable = [i for i in inserted if i in position]

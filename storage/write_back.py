@@ -74,7 +74,7 @@ def new_entries(
     ).drop("ttl_seconds")
 
 
-def commit_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame, partition: str | None) -> int:
+def commit_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame) -> int:
     columns = [
         "key",
         "tenant",
@@ -92,7 +92,7 @@ def commit_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame, partit
         "device_seconds",
         "source_partition",
     ]
-    return write_entries(con, entries.select(columns), partition)
+    return write_entries(con, entries.select(columns))
 
 
 def keys_without_live_entry(

@@ -192,3 +192,28 @@ def test_a_new_override_file_gets_the_usual_permissions(tmp_path):
     finally:
         os.umask(umask)
     assert path.stat().st_mode & 0o777 == 0o640
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ({"semantic": {"enabled": "false"}}, r"semantic.enabled is 'false'; write true or false, unquoted"),
+        ({"semantic": {"verify": "no"}}, r"semantic.verify is 'no'"),
+        ({"capacity": {"max_entries": -1}}, r"capacity.max_entries is -1; give a positive whole number"),
+        ({"capacity": {"max_entries": 0}}, r"capacity.max_entries is 0"),
+        ({"capacity": {"max_entries": 2.5}}, r"capacity.max_entries is 2.5"),
+        ({"capacity": {"max_entries": True}}, r"capacity.max_entries is True"),
+        ({"capacity": {"max_bytes": "1GB"}}, r"capacity.max_bytes is '1GB'"),
+    ],
+)
+def test_a_flag_or_capacity_of_the_wrong_kind_is_a_clear_error(tmp_path, section, message):
+    """A quoted 'false' would leave semantic reuse on; a capacity of 0 or -1 would evict everything."""
+    write_namespace_override(tmp_path, "legal", section)
+    with pytest.raises(ConfigError, match=message):
+        load_settings(home=tmp_path)
+
+
+def test_capacity_limits_are_read_as_given(tmp_path):
+    write_namespace_override(tmp_path, "legal", {"capacity": {"max_entries": 500, "max_bytes": None}})
+    ns = load_settings(home=tmp_path).namespace("legal")
+    assert (ns.max_entries, ns.max_bytes) == (500, None)

@@ -22,3 +22,17 @@ def test_definitions_load_with_assets_checks_job_and_schedule():
     job = definitions.resolve_job_def("daily_partition_job")
     assert isinstance(job.partitions_def, dg.DailyPartitionsDefinition)
     assert definitions.resolve_schedule_def("daily_partition_job_schedule") is not None
+
+
+def test_the_daily_schedule_runs_the_day_that_is_over():
+    """At 02:00 on 10 February the whole of 9 February has landed; 10 February has barely begun."""
+    import datetime as dt
+
+    from orchestration.definitions import daily_partition_schedule
+
+    with dg.instance_for_test() as instance:
+        context = dg.build_schedule_context(
+            instance=instance, scheduled_execution_time=dt.datetime(2026, 2, 10, 2, 0, tzinfo=dt.UTC)
+        )
+        requests = daily_partition_schedule.evaluate_tick(context).run_requests
+    assert [request.partition_key for request in requests] == ["2026-02-09"]

@@ -19,7 +19,7 @@ from tests.helpers import entry_rows, identity, request_rows
 def test_identical_request_hits_and_other_requests_miss(tmp_path, now):
     stored = identity("How do I reset my password?")
     with open_store(tmp_path / "cache.duckdb") as con:
-        write_entries(con, entry_rows([stored], ['{"text":"Use the link."}'], now), partition=None)
+        write_entries(con, entry_rows([stored], ['{"text":"Use the link."}'], now))
         found = lookup_exact(con, request_rows([stored, identity("Something else")]), now)
     assert found["hit"].to_list() == [True, False]
     assert found["answer_json"][0] == '{"text":"Use the link."}'
@@ -29,7 +29,7 @@ def test_identical_request_hits_and_other_requests_miss(tmp_path, now):
 def test_entries_survive_reopening_the_file(tmp_path, now):
     stored = identity("persisted")
     with open_store(tmp_path / "cache.duckdb") as con:
-        write_entries(con, entry_rows([stored], ["{}"], now), partition=None)
+        write_entries(con, entry_rows([stored], ["{}"], now))
     with open_store(tmp_path / "cache.duckdb") as con:
         assert lookup_exact(con, request_rows([stored]), now)["hit"][0]
 
@@ -42,7 +42,7 @@ def test_fingerprint_mismatch_is_not_served(tmp_path, now):
         key=pl.lit(cache_key(canonical_request(asked)))
     )
     with open_store(tmp_path / "cache.duckdb") as con:
-        write_entries(con, forged, partition=None)
+        write_entries(con, forged)
         found = lookup_exact(con, request_rows([asked]), now)
     assert found["hit"].to_list() == [False]
 
@@ -50,7 +50,7 @@ def test_fingerprint_mismatch_is_not_served(tmp_path, now):
 def test_expired_entry_is_never_served_and_is_deleted_when_read(tmp_path, now):
     stored = identity("short-lived")
     with open_store(tmp_path / "cache.duckdb") as con:
-        write_entries(con, entry_rows([stored], ["{}"], now, ttl_seconds=60), partition=None)
+        write_entries(con, entry_rows([stored], ["{}"], now, ttl_seconds=60))
         assert lookup_exact(con, request_rows([stored]), now + timedelta(seconds=59))["hit"][0]
         later = now + timedelta(seconds=60)
         assert not lookup_exact(con, request_rows([stored]), later)["hit"][0]
@@ -59,8 +59,8 @@ def test_expired_entry_is_never_served_and_is_deleted_when_read(tmp_path, now):
 
 def test_sweep_deletes_every_expired_entry(tmp_path, now):
     with open_store(tmp_path / "cache.duckdb") as con:
-        write_entries(con, entry_rows([identity("a")], ["{}"], now, ttl_seconds=10), None)
-        write_entries(con, entry_rows([identity("b")], ["{}"], now, ttl_seconds=1000), None)
+        write_entries(con, entry_rows([identity("a")], ["{}"], now, ttl_seconds=10))
+        write_entries(con, entry_rows([identity("b")], ["{}"], now, ttl_seconds=1000))
         assert sweep_expired(con, now + timedelta(seconds=11)) == 1
         rows = con.execute("SELECT input_text FROM cache_entries").fetchall()
     assert rows == [("b",)]
@@ -68,7 +68,7 @@ def test_sweep_deletes_every_expired_entry(tmp_path, now):
 
 def test_identical_request_of_another_tenant_misses(tmp_path, now):
     with open_store(tmp_path / "cache.duckdb") as con:
-        write_entries(con, entry_rows([identity("Reset password", tenant="acme")], ["{}"], now), None)
+        write_entries(con, entry_rows([identity("Reset password", tenant="acme")], ["{}"], now))
         found = lookup_exact(con, request_rows([identity("Reset password", tenant="globex")]), now)
     assert found["hit"].to_list() == [False]
 
@@ -76,28 +76,46 @@ def test_identical_request_of_another_tenant_misses(tmp_path, now):
 def test_partition_sees_only_entries_of_earlier_partitions(tmp_path, now):
     stored = identity("daily question")
     with open_store(tmp_path / "cache.duckdb") as con:
-        write_entries(con, entry_rows([stored], ["{}"], now, partition="2026-01-02"), "2026-01-02")
+        write_entries(con, entry_rows([stored], ["{}"], now, partition="2026-01-02"))
         rows = request_rows([stored])
         assert not lookup_exact(con, rows, now, before_partition="2026-01-02")["hit"][0]
         assert lookup_exact(con, rows, now, before_partition="2026-01-03")["hit"][0]
         assert lookup_exact(con, rows, now)["hit"][0]
 
 
-def test_rewriting_a_partition_replaces_what_it_wrote(tmp_path, now):
+def test_rewriting_an_entry_replaces_its_answer_keeps_its_hits_and_the_others(tmp_path, now):
+    """A partition run again writes its answers anew; the hits later days recorded on them
+    and the entries it does not write again (its landing files gone, say) stay."""
+    a_key = cache_key(canonical_request(identity("a")))
     with open_store(tmp_path / "cache.duckdb") as con:
-        write_entries(
-            con, entry_rows([identity("a"), identity("b")], ["{}", "{}"], now, partition="p1"), "p1"
-        )
-        write_entries(con, entry_rows([identity("a")], ['{"v":2}'], now, partition="p1"), "p1")
-        rows = con.execute("SELECT input_text, answer_json FROM cache_entries").fetchall()
-    assert rows == [("a", '{"v":2}')]
+        write_entries(con, entry_rows([identity("a"), identity("b")], ["{}", "{}"], now, partition="p1"))
+        record_hits(con, [a_key, a_key], now + timedelta(days=1))
+        write_entries(con, entry_rows([identity("a")], ['{"v":2}'], now, partition="p1"))
+        rows = con.execute(
+            "SELECT input_text, answer_json, hit_count, last_hit_at FROM cache_entries ORDER BY 1"
+        ).fetchall()
+    assert rows == [("a", '{"v":2}', 2, now + timedelta(days=1)), ("b", "{}", 0, None)]
+
+
+def test_a_look_up_run_again_counts_its_hits_once(tmp_path, now):
+    a_key = cache_key(canonical_request(identity("a")))
+    b_key = cache_key(canonical_request(identity("b")))
+    with open_store(tmp_path / "cache.duckdb") as con:
+        write_entries(con, entry_rows([identity("a"), identity("b")], ["{}", "{}"], now))
+        record_hits(con, [a_key, a_key, b_key], now)
+        # The same partition again, now serving a once and b not at all.
+        record_hits(con, [a_key], now + timedelta(hours=1), replacing=[a_key, a_key, b_key])
+        rows = con.execute(
+            "SELECT input_text, hit_count, last_hit_at FROM cache_entries ORDER BY 1"
+        ).fetchall()
+    assert rows == [("a", 1, now + timedelta(hours=1)), ("b", 0, now)]
 
 
 def test_hits_are_counted(tmp_path, now):
     stored = identity("popular")
     key = cache_key(canonical_request(stored))
     with open_store(tmp_path / "cache.duckdb") as con:
-        write_entries(con, entry_rows([stored], ["{}"], now), None)
+        write_entries(con, entry_rows([stored], ["{}"], now))
         record_hits(con, [key, key, key], now)
         assert con.execute("SELECT hit_count, last_hit_at FROM cache_entries").fetchall() == [(3, now)]
 
@@ -115,7 +133,6 @@ def test_clear_namespace_touches_only_that_tenant_and_namespace(tmp_path, now):
                 ["{}", "{}", "{}"],
                 now,
             ),
-            None,
         )
         assert clear_namespace(con, "acme", "faq") == 1
         left = con.execute("SELECT tenant, namespace FROM cache_entries ORDER BY ALL").fetchall()

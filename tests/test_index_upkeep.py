@@ -30,9 +30,7 @@ def _near(query, spread, count, rng):
 
 def _store(con, index, texts, vectors, now, ttl_seconds=3600, partition=None):
     identities = [identity(text) for text in texts]
-    write_entries(
-        con, entry_rows(identities, [f'"{t}"' for t in texts], now, ttl_seconds, partition), partition
-    )
+    write_entries(con, entry_rows(identities, [f'"{t}"' for t in texts], now, ttl_seconds, partition))
     index.add(request_rows(identities), vectors, partition)
     return request_rows(identities)["key"].to_list()
 
@@ -94,7 +92,7 @@ def test_vectors_with_nan_are_refused_and_the_rest_indexed(tmp_path, now):
     vectors[1, 4] = np.nan
     with open_store(tmp_path / "cache.duckdb") as con:
         identities = [identity(t) for t in ("one", "two", "three")]
-        write_entries(con, entry_rows(identities, ['"x"'] * 3, now), None)
+        write_entries(con, entry_rows(identities, ['"x"'] * 3, now))
         assert index.add(request_rows(identities), vectors, None) == 2
     keys = request_rows(identities)["key"].to_list()
     assert sorted(index.keys()["key"].to_pylist()) == sorted([keys[0], keys[2]])

@@ -52,7 +52,7 @@ def test_scores_unread_for_longer_than_any_entry_lives_are_forgotten(tmp_path: P
     VerifiedPairScores(path, now - timedelta(days=1)).recall("stage-a", PAIRS[1:])
     with open_store(path) as con:
         assert forget_unused(con, now) == 0  # no entries: no lifetime to measure by
-        write_entries(con, entry_rows([identity("q")], ['{"a": 1}'], now, ttl_seconds=7 * 86400), None)
+        write_entries(con, entry_rows([identity("q")], ['{"a": 1}'], now, ttl_seconds=7 * 86400))
         assert forget_unused(con, now) == 1
     kept = VerifiedPairScores(path, now)
     assert np.isnan(kept.recall("stage-a", PAIRS[:1])).all()

@@ -217,7 +217,8 @@ def test_rematerializing_a_partition_gives_the_same_state(two_days):
         "SELECT * EXCLUDE (lookup_seconds, device_seconds, device_seconds_saved) "
         "FROM request_outcomes ORDER BY partition, request_id",
     )
-    before_entries = _query(home, "SELECT key, answer_json, source_partition FROM cache_entries ORDER BY key")
+    entries = "SELECT key, answer_json, source_partition, hit_count FROM cache_entries ORDER BY key"
+    before_entries = _query(home, entries)
     kept_before = _query(home, "SELECT stage, key, score FROM verified_pair_scores ORDER BY ALL")
     again = _materialize(resource, DAY2, instance)
     after_outcomes = _query(
@@ -225,9 +226,10 @@ def test_rematerializing_a_partition_gives_the_same_state(two_days):
         "SELECT * EXCLUDE (lookup_seconds, device_seconds, device_seconds_saved) "
         "FROM request_outcomes ORDER BY partition, request_id",
     )
-    after_entries = _query(home, "SELECT key, answer_json, source_partition FROM cache_entries ORDER BY key")
+    after_entries = _query(home, entries)  # the hits too: a re-run counts each of its hits once
     assert before_outcomes.equals(after_outcomes)
     assert before_entries.equals(after_entries)
+    assert before_entries["hit_count"].sum() > 0
     # One vector per entry (every namespace here has semantic reuse on), no duplicates.
     assert index.count() == vectors_before == before_entries.height
     assert _report(again)["semantic_hits"] == _report(second)["semantic_hits"]
@@ -679,3 +681,73 @@ def test_a_stale_vector_of_a_version_no_longer_requested_is_dropped_and_indexed_
         [DAY3],
     )
     assert served.rows() == [("semantic", "How do I reset my password?")]
+
+
+def test_a_day_whose_landing_files_are_gone_fails_and_keeps_what_it_stored(tmp_path):
+    """Run again without its files, a day would have replaced its requests, answers and
+    entries with nothing; it stops and says what is missing, and everything stays."""
+    import shutil
+
+    _land(tmp_path, DAY1, [_faq("d1-1", "How do I reset my password?"), _faq("d1-2", "Opening hours?")])
+    resource = InferCacheResource(home=str(tmp_path))
+    instance = dg.DagsterInstance.ephemeral()
+    _materialize(resource, DAY1, instance)
+    stored = "SELECT key, answer_json FROM cache_entries ORDER BY key"
+    outcomes = "SELECT request_id, path FROM request_outcomes ORDER BY request_id"
+    entries_before, outcomes_before = _query(tmp_path, stored), _query(tmp_path, outcomes)
+    shutil.rmtree(tmp_path / "landing" / DAY1)
+    again = dg.materialize(
+        PARTITION_FLOW_ASSETS,
+        partition_key=DAY1,
+        instance=instance,
+        resources={"infercache": resource},
+        raise_on_error=False,
+    )
+    assert not again.success
+    failure = next(e for e in again.all_events if e.is_step_failure)
+    assert f"no landing files for {DAY1}" in failure.step_failure_data.error.message
+    assert entries_before.height == 2 and entries_before.equals(_query(tmp_path, stored))
+    assert outcomes_before.equals(_query(tmp_path, outcomes))
+
+
+def test_after_a_model_upgrade_a_recompute_from_the_look_ups_stops_and_the_old_day_keeps_its_price(tmp_path):
+    """A recompute after a report starts at the look-ups, with the partition's keys: after an
+    upgrade it would serve the old version's answers. It stops and says to key the day again.
+    The day's report, made again, prices its device time at the model's price."""
+    import shutil
+
+    from assets.lookups import semantic_lookups
+    from assets.report import cache_report
+    from storage.config import DEFAULT_CONFIG_DIR
+
+    _land(tmp_path, DAY1, [_faq("d1-1", "How do I reset my password?")])
+    _land(
+        tmp_path,
+        DAY2,
+        [_faq("d2-1", "How do I reset my password?"), _faq("d2-2", "How can I reset my password?")],
+    )
+    instance = dg.DagsterInstance.ephemeral()
+    _materialize(InferCacheResource(home=str(tmp_path)), DAY1, instance)
+    _materialize(InferCacheResource(home=str(tmp_path)), DAY2, instance)
+    upgraded = tmp_path / "upgraded-config"
+    shutil.copytree(DEFAULT_CONFIG_DIR, upgraded)
+    models = upgraded / "models.yaml"
+    models.write_text(
+        models.read_text().replace('name: tiny-llm\n    version: "1"', 'name: tiny-llm\n    version: "2"')
+    )
+    resource = InferCacheResource(home=str(tmp_path), config_dir=str(upgraded))
+    recompute = dg.materialize(
+        [semantic_lookups],
+        partition_key=DAY2,
+        instance=instance,
+        resources={"infercache": resource},
+        raise_on_error=False,
+    )
+    assert not recompute.success
+    failure = next(e for e in recompute.all_events if e.is_step_failure)
+    assert "'tiny-llm' was keyed at version 1 and is version 2" in failure.step_failure_data.error.message
+    report = dg.materialize(
+        [cache_report], partition_key=DAY1, instance=instance, resources={"infercache": resource}
+    )
+    figures = _report(report)
+    assert figures["device_seconds_used"] > 0 and figures["device_cost_usd"] > 0

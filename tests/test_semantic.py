@@ -29,7 +29,7 @@ def stores(tmp_path, minilm):
 def _store(con, index, cache, minilm, identities, now, ttl_seconds=3600, commit=True):
     rows = request_rows(identities)
     if commit:
-        write_entries(con, entry_rows(identities, ['{"a":1}'] * len(identities), now, ttl_seconds), None)
+        write_entries(con, entry_rows(identities, ['{"a":1}'] * len(identities), now, ttl_seconds))
     vectors, _ = cache.embed([x.input for x in identities], minilm)
     index.add(rows, vectors, partition=None)
 

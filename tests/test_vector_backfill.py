@@ -36,8 +36,8 @@ def _store(con, now):
         .then(pl.lit(now - timedelta(seconds=1)))
         .otherwise(pl.col("expires_at")),
     )
-    write_entries(con, entries, partition=None)
-    write_entries(con, entry_rows([identity("gift cards", tenant="globex")], ["{}"], now), partition=None)
+    write_entries(con, entries)
+    write_entries(con, entry_rows([identity("gift cards", tenant="globex")], ["{}"], now))
     return identities
 
 
@@ -227,7 +227,7 @@ class _Store:
         languages = [None] * len(identities) if languages is None else languages
         with open_store(self.home / "cache.duckdb") as con:
             write_entries(
-                con, entry_rows(identities, ["{}"] * len(identities), self.now, partition=partition), None
+                con, entry_rows(identities, ["{}"] * len(identities), self.now, partition=partition)
             )
             kind = any(language is not None for language in languages)
             note_vector_kinds(con, [(E5, "acme", "faq", kind)], partition, self.now)
