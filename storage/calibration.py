@@ -279,7 +279,7 @@ def _replay_counts(
     searched only where their text was not given exact matching only, and (with
     `languages`) only by rows of their language."""
     from storage.lookalikes import External
-    from storage.replay import count_block, rows_to_resolve
+    from storage.replay import count_block, rows_to_resolve, with_copies
     from storage.scope_search import nearest_columns
     from storage.semantic_index import CANDIDATES_PER_QUERY
 
@@ -292,7 +292,9 @@ def _replay_counts(
     for start in range(0, len(keys), block_size):
         block_keys, block_groups = keys[start : start + block_size], groups[start : start + block_size]
         stored = [key in entry_keys for key in block_keys]
-        semantic_rows = [i for i in rows_to_resolve(block_keys, stored) if block_keys[i] not in exact_only]
+        semantic_rows, copy_of = with_copies(
+            block_keys, [i for i in rows_to_resolve(block_keys, stored) if block_keys[i] not in exact_only]
+        )
         block_vectors = vectors[[row_of[block_keys[i]] for i in semantic_rows]]
         block_languages = [(languages or {}).get(block_keys[i]) for i in semantic_rows]
         externals: list[list[External]] = [[] for _ in semantic_rows]
@@ -318,6 +320,8 @@ def _replay_counts(
             verify,
             [verify_threshold] * len(semantic_rows),
             externals=externals,
+            nearest=CANDIDATES_PER_QUERY,
+            copy_of=copy_of,
         )
         resolutions = dict(zip(semantic_rows, resolved, strict=True))
 

@@ -69,6 +69,9 @@ class Resolution:
     leader_row: int | None = None  # answered by this earlier row of the batch
     external: External | None = None  # answered by this cached entry
     best_similarity: float | None = None  # best similarity seen, also when not answered
+    # leader_row is a copy of this row's request (resolve_lookalikes' copy_of): an exact
+    # match of the entry that row stored, not a semantic one.
+    identical: bool = False
 
     @property
     def is_leader(self) -> bool:
@@ -84,15 +87,29 @@ def resolve_lookalikes(
     externals: Sequence[Sequence[External]] | None = None,
     fold_within: bool = True,
     blocked: frozenset[tuple[int, int]] = frozenset(),
+    nearest: int | None = None,
+    copy_of: Sequence[int | None] | None = None,
 ) -> list[Resolution]:
     """Resolve each row; `verify` None means no verification.
 
     With `fold_within`, rows may be answered by earlier rows (they must then share
     one scope); without it, only by the external candidates given per row. A pair
     (row, earlier row) in `blocked` is never answered that way (a reported wrong answer).
+
+    Two options make a batch resolve as a cache taking the rows one at a time would,
+    where each leader is stored as an entry and each external is one (evaluate's replay):
+    - nearest: a row is offered only its `nearest` most similar leaders and externals
+      together, as a look-up searching the cache's `nearest` nearest entries; otherwise
+      every external given and its most similar earlier rows are.
+    - copy_of: for each row, the first earlier row with the same request, or None. A
+      row whose copy became a leader (stored) is answered by it exactly (`identical`); one
+      whose copies were all answered by others is resolved as any row, against the
+      leaders before it.
     """
     count = len(texts)
     externals = externals or [[] for _ in range(count)]
+    copy_of = copy_of or [None] * count
+    stored_copy: dict[int, int] = {}  # a request's first row -> its row that became a leader
     resolutions: list[Resolution] = []
     is_leader = np.zeros(count, dtype=bool)  # rows that made their own call
     # Without folding no row answers another: no similarities between rows are needed.
@@ -104,6 +121,12 @@ def resolve_lookalikes(
         candidates, exhaustive = _candidates(similarities, start, stop, thresholds)
         scores = _verified_scores(texts, start, candidates, externals, thresholds, verify, verify_thresholds)
         for row in range(start, stop):
+            first = row if copy_of[row] is None else copy_of[row]
+            if first in stored_copy:
+                resolutions.append(
+                    Resolution(leader_row=stored_copy[first], best_similarity=1.0, identical=True)
+                )
+                continue
             earlier = None if similarities is None else similarities[row - start, :row]
             chosen = _choose(
                 row,
@@ -118,6 +141,7 @@ def resolve_lookalikes(
                 verify_thresholds[row],
                 scores,
                 blocked,
+                nearest,
             )
             seen = [e.similarity for e in externals[row]]
             if earlier is not None and row:
@@ -125,6 +149,7 @@ def resolve_lookalikes(
             best_seen = max(seen, default=None)
             if chosen is None:
                 is_leader[row] = True
+                stored_copy[first] = row
                 resolutions.append(Resolution(best_similarity=best_seen))
             else:
                 resolutions.append(
@@ -163,24 +188,45 @@ def _choose(
     verify_threshold: float,
     scores: dict,
     blocked: frozenset[tuple[int, int]],
+    nearest: int | None = None,
 ) -> tuple[int | None, External | None] | None:
     """The leader row or cached entry that answers `row`, or None (it makes its own call)."""
-    options: list[tuple[float, int | None, External | None]] = []
+    options: list[tuple[float, int | None, External | None]] = [
+        (e.similarity, None, e) for e in externals if e.similarity >= threshold
+    ]
     if earlier is not None:
         # Only rows that made their own call (leaders) answer others, where not blocked.
         options += [
             (float(earlier[j]), j, None) for j in candidates if is_leader[j] and (row, j) not in blocked
         ]
-    options += [(e.similarity, None, e) for e in externals if e.similarity >= threshold]
-    if earlier is not None and not exhaustive:
-        extra = _fallback_leaders(earlier, is_leader[:row], candidates, threshold, row, blocked)
-        options += [(float(earlier[j]), j, None) for j in extra]
-        if verify is not None and extra:
-            fresh = verify([(texts[row], texts[j]) for j in extra], at_least=[verify_threshold] * len(extra))
-            scores.update({(row, ("row", j)): float(s) for j, s in zip(extra, fresh, strict=True)})
+        if not exhaustive:
+            extra = _fallback_leaders(earlier, is_leader[:row], candidates, threshold, row, blocked)
+            options += [(float(earlier[j]), j, None) for j in extra]
+    if nearest is not None:
+        # Externals come sorted and first: on equal similarity they keep their place.
+        options = sorted(options, key=lambda option: -option[0])[:nearest]
+
+    def ref_of(leader: int | None, external: External | None) -> tuple:
+        return ("row", leader) if leader is not None else ("external", id(external))
+
+    unscored = [
+        (leader, external) for _, leader, external in options if (row, ref_of(leader, external)) not in scores
+    ]
+    if verify is not None and unscored:
+        # Leaders past the batch's candidates (the fallback), scored as they are needed.
+        fresh = verify(
+            [
+                (texts[row], texts[leader] if leader is not None else external.text)
+                for leader, external in unscored
+            ],
+            at_least=[verify_threshold] * len(unscored),
+        )
+        scores.update(
+            {(row, ref_of(*option)): float(score) for option, score in zip(unscored, fresh, strict=True)}
+        )
     chosen, chosen_rank = None, None
     for similarity, leader, external in options:
-        ref = ("row", leader) if leader is not None else ("external", id(external))
+        ref = ref_of(leader, external)
         score = 1.0 if verify is None else scores.get((row, ref), 0.0)
         # The verifier's confidence ranks the candidates that pass it, then similarity. A pair
         # the conflict checks refuse, or too long to read, scores 0: it never passes, also
@@ -219,18 +265,32 @@ def resolve_within_scopes(
     verify: Verify | None,
     verify_thresholds: Sequence[float],
     externals: Sequence[Sequence[External]] | None = None,
+    nearest: int | None = None,
+    copy_of: Sequence[int | None] | None = None,
 ) -> list[Resolution]:
     """resolve_lookalikes where only rows of one scope answer each other (a replay that
     keeps each text's language to its own scope): each scope's rows in their order, every
-    leader_row a row of the whole batch. The externals given must be of the row's scope."""
+    leader_row a row of the whole batch. The externals given must be of the row's scope,
+    and copies (copy_of) are of one scope, as they are of one request."""
     if len(set(scopes)) <= 1:
-        return resolve_lookalikes(vectors, texts, thresholds, verify, verify_thresholds, externals=externals)
+        return resolve_lookalikes(
+            vectors,
+            texts,
+            thresholds,
+            verify,
+            verify_thresholds,
+            externals=externals,
+            nearest=nearest,
+            copy_of=copy_of,
+        )
     externals = externals or [[] for _ in texts]
+    copy_of = copy_of or [None] * len(texts)
     rows_by_scope: dict[object, list[int]] = {}
     for row, scope in enumerate(scopes):
         rows_by_scope.setdefault(scope, []).append(row)
     resolutions: list[Resolution] = [Resolution()] * len(texts)
     for rows in rows_by_scope.values():
+        within = {row: n for n, row in enumerate(rows)}
         resolved = resolve_lookalikes(
             vectors[rows],
             [texts[r] for r in rows],
@@ -238,6 +298,8 @@ def resolve_within_scopes(
             verify,
             [verify_thresholds[r] for r in rows],
             externals=[externals[r] for r in rows],
+            nearest=nearest,
+            copy_of=[None if copy_of[r] is None else within[copy_of[r]] for r in rows],
         )
         for row, resolution in zip(rows, resolved, strict=True):
             leader = None if resolution.leader_row is None else rows[resolution.leader_row]

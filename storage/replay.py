@@ -7,7 +7,10 @@ the pipeline would give exact matching only (its language, its length: `skip_rea
 gets exact matching only here too, and its entry is not searched semantically;
 the work is done in blocks (one exact join, one embedding call, one batched vector
 search and one verifier call per block) with the sequential order kept by
-resolve_lookalikes.
+resolve_lookalikes: each row is offered the CANDIDATES_PER_QUERY nearest of the entries
+stored before it (earlier blocks' and its own block's), and a repeated request is
+resolved again where its first copy stored nothing, so the counts do not depend on the
+block size.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from storage.embedding_cache import EmbeddingCache
 from storage.exact_store import lookup_exact, open_store, write_entries
 from storage.keys import RequestIdentity, cache_key, canonical_request, semantic_scope
 from storage.lookalikes import Resolution, Verify, resolve_within_scopes
-from storage.semantic_index import SemanticIndex
+from storage.semantic_index import CANDIDATES_PER_QUERY, SemanticIndex
 from storage.semantic_lookup import cached_candidates
 
 REPLAY_MODEL = "evaluation-replay"
@@ -150,20 +153,20 @@ def _wrong_hits(
     semantic_rows: list[int],
     vectors: np.ndarray,
     resolutions: dict[int, Resolution],
-    wrong: list[tuple[int, int]],
+    wrong: list[int],
     served_group: Callable[[Resolution], str],
 ) -> list[WrongHit]:
-    """The block's wrong hits, from count_block's (row, row whose look-up served it);
-    `vectors` are the rows looked up semantically (normalised), in semantic_rows' order."""
+    """The block's wrong hits, from count_block's rows served one; `vectors` are the rows
+    looked up semantically (normalised), in semantic_rows' order."""
     position = {row: n for n, row in enumerate(semantic_rows)}
     found = []
-    for row, first in wrong:
-        resolution = resolutions[first]
+    for row in wrong:
+        resolution = resolutions[row]
         if resolution.external is not None:
             served, cosine = resolution.external.text, resolution.external.similarity
         else:  # an earlier row of the block that made its own call
             served = block[semantic_rows[resolution.leader_row]]["text"]
-            cosine = float(vectors[position[first]] @ vectors[resolution.leader_row])
+            cosine = float(vectors[position[row]] @ vectors[resolution.leader_row])
         found.append(
             WrongHit(block[row]["text"], block[row]["group"], served, served_group(resolution), cosine)
         )
@@ -238,8 +241,9 @@ def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
     stored_answer = dict(zip(exact["request_id"], exact["answer_json"], strict=True))
     stored = [bool(stored_answer[request_id]) for request_id in requests["request_id"]]
     unique_rows = rows_to_resolve(keys, stored)
-    semantic_rows, skipped = _split_off_skipped(replay, block, unique_rows) if semantic.enabled else ([], [])
+    first_rows, skipped = _split_off_skipped(replay, block, unique_rows) if semantic.enabled else ([], [])
     replay.skipped += skipped
+    semantic_rows, copy_of = with_copies(keys, first_rows)
     resolutions = {}
     if semantic_rows:
         texts = [block[i]["text"] for i in semantic_rows]
@@ -253,6 +257,8 @@ def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
             verify if semantic.verify else None,
             [semantic.verify_threshold] * len(texts),
             externals=externals,
+            nearest=CANDIDATES_PER_QUERY,
+            copy_of=copy_of,
         )
         resolutions = dict(zip(semantic_rows, resolved, strict=True))
     else:
@@ -264,7 +270,7 @@ def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
         return block[semantic_rows[resolution.leader_row]]["group"]
 
     groups = [row["group"] for row in block]
-    wrong: list[tuple[int, int]] | None = [] if replay.wrong_hits is not None else None
+    wrong: list[int] | None = [] if replay.wrong_hits is not None else None
     inserted = count_block(
         keys, groups, stored, resolutions, served_group, replay.counts, replay.groups_with_entry, wrong
     )
@@ -346,6 +352,22 @@ def rows_to_resolve(keys: list, stored: list[bool]) -> list[int]:
     return [i for i, key in enumerate(keys) if first_row[key] == i and not stored[i]]
 
 
+def with_copies(keys: list, first_rows: list[int]) -> tuple[list[int], list[int | None]]:
+    """The rows to resolve semantically: `first_rows` (a key's first row each) and every
+    later row of the same keys, in block order; and for each, the position in that list of
+    its key's first row (None for the first row itself). A later copy is resolved on its
+    own: where its first row was served by another entry, nothing was stored under its key,
+    and the entries stored in between may answer it otherwise (resolve_lookalikes' copy_of)."""
+    looked_up = {keys[i] for i in first_rows}
+    rows = [i for i, key in enumerate(keys) if key in looked_up]
+    position_of_first: dict = {}
+    copy_of: list[int | None] = []
+    for position, i in enumerate(rows):
+        copy_of.append(position_of_first.get(keys[i]))
+        position_of_first.setdefault(keys[i], position)
+    return rows, copy_of
+
+
 def count_block(
     keys: list,
     groups: list[str],
@@ -354,15 +376,14 @@ def count_block(
     served_group: Callable[[Resolution], str],
     counts: dict,
     groups_with_entry: set[str],
-    wrong: list[tuple[int, int]] | None = None,
+    wrong: list[int] | None = None,
 ) -> list[int]:
     """Count one block's rows as a one-by-one replay would, and return the rows it inserts.
 
-    `resolutions` holds the semantic look-up of each row of rows_to_resolve that had one (a
-    row without one, exact matching only, misses and inserts); a later copy of a key
-    in the block follows its first row (an exact hit where that row inserted, the same
-    semantic hit where it was served). Where `wrong` is a list, each wrong semantic hit
-    is appended to it as (row, the row whose look-up served it).
+    `resolutions` holds the semantic look-up of each row of with_copies' that had one. A
+    row without one (exact matching only) misses and inserts, and a later copy of its key
+    in the block is an exact hit; a row `identical` to an earlier one that inserted is an
+    exact hit. Where `wrong` is a list, each row served a wrong semantic hit is appended.
     """
     first_row = _first_rows(keys)
     inserted: list[int] = []
@@ -370,10 +391,9 @@ def count_block(
         if stored[i]:
             counts["exact_hits"] += 1
             continue
-        first = first_row[keys[i]]
-        resolution = resolutions.get(first)
-        if first < i and (resolution is None or resolution.is_leader):
-            counts["exact_hits"] += 1  # the same text was inserted by an earlier row of the block
+        resolution = resolutions.get(i)
+        if resolution is None and first_row[keys[i]] < i or resolution is not None and resolution.identical:
+            counts["exact_hits"] += 1  # the same request was inserted by an earlier row of the block
             continue
         if group in groups_with_entry:
             counts["recall_denominator"] += 1
@@ -382,7 +402,7 @@ def count_block(
             counts["semantic_hits"] += 1
             counts["right_semantic_hits"] += right
             if not right and wrong is not None:
-                wrong.append((i, first))
+                wrong.append(i)
             continue
         inserted.append(i)
         groups_with_entry.add(group)

@@ -1,5 +1,7 @@
 """`evaluate`'s replay: block processing must give the counts of a one-by-one replay."""
 
+import zlib
+
 import numpy as np
 import pytest
 
@@ -162,3 +164,83 @@ def test_requests_the_pipeline_gives_exact_matching_only_get_it_in_a_replay_too(
         assert (
             SemanticIndex(folder / "lance", namespace.semantic.embedding_model, minilm.dimension).count() == 1
         )
+
+
+class _ClusteredEmbedding:
+    """Texts "g{group}-v{variant}" as unit vectors near their group's centre, groups in
+    near-miss pairs: a constructed embedding, so that a workload has many neighbours above
+    the threshold and the candidates a row is offered decide its count."""
+
+    dimension = 16
+
+    def __init__(self, seed: int):
+        self.seed = seed
+        rng = np.random.default_rng(seed)
+        pair_centres = rng.normal(size=(20, self.dimension))
+        # Group 2k and 2k+1 lie close together (a near miss); their variants closer still.
+        self.centres = np.repeat(pair_centres, 2, axis=0) + 0.35 * rng.normal(size=(40, self.dimension))
+
+    def __call__(self, texts):
+        vectors = []
+        for text in texts:
+            group, variant = (int(part[1:]) for part in text.split("-"))
+            noise = np.random.default_rng([self.seed, group, variant]).normal(size=self.dimension)
+            vector = self.centres[group] + 0.3 * noise
+            vectors.append(vector / np.linalg.norm(vector))
+        return np.asarray(vectors, dtype=np.float32)
+
+
+def _pair_verifier(seed: int):
+    """Scores a pair from its texts alone (the same pair always scores the same): pairs of
+    one group mostly pass, pairs of a near-miss group sometimes do."""
+
+    def verify(pairs, at_least=None):
+        scores = []
+        for a, b in pairs:
+            same = a.split("-")[0] == b.split("-")[0]
+            draw = np.random.default_rng(
+                [seed, *sorted((zlib.crc32(a.encode()), zlib.crc32(b.encode())))]
+            ).random()
+            scores.append(draw if same else draw * 0.6)
+        return np.asarray(scores, dtype=np.float32)
+
+    return verify
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_any_block_size_counts_what_a_one_by_one_replay_counts(tmp_path, seed):
+    """Repeated texts (their first copy served, then an entry nearer to them inserted) and
+    rows with more neighbours above the threshold than a look-up is offered: a block must
+    offer each row what the store would hold when its turn came, and no more."""
+    rng = np.random.default_rng(seed)
+    groups = rng.integers(0, 40, size=300)
+    variants = rng.integers(0, 6, size=300)
+    rows = [{"text": f"g{g}-v{v}", "group": str(g)} for g, v in zip(groups, variants, strict=True)]
+    embedding = _ClusteredEmbedding(seed)
+    settings = load_settings(home=tmp_path)
+    namespace = settings.namespace("default")
+    reports = {}
+    for verified in (False, True):
+        semantic = type(namespace.semantic)(
+            **{**vars(namespace.semantic), "threshold": 0.75, "verify": verified, "verify_threshold": 0.4}
+        )
+        scoped = type(namespace)(**{**vars(namespace), "semantic": semantic})
+        for block_size in (1, 7, 256):
+            folder = tmp_path / f"{verified}-{block_size}"
+            wrong_hits = []
+            report = replay_workload(
+                rows,
+                scoped,
+                ReplayStores(folder / "c.duckdb", folder / "lance"),
+                embedding,
+                embedding.dimension,
+                _pair_verifier(seed) if verified else None,
+                block_size=block_size,
+                wrong_hits=wrong_hits,
+            )
+            reports[verified, block_size] = (_counts(report), [(w.request, w.served) for w in wrong_hits])
+        assert reports[verified, 7] == reports[verified, 1]
+        assert reports[verified, 256] == reports[verified, 1]
+    # The workload exercises what it is for: semantic hits, wrong ones, exact repeats.
+    counts = reports[True, 1][0]
+    assert counts["semantic_hits"] > 50 and counts["wrong_hits"] > 5 and counts["exact_hits"] > 20
