@@ -39,8 +39,34 @@ def test_a_multilingual_model_covers_chinese():
     assert coverage_gap("如何加快大语言模型推理", "m", ("en", "zh")) is None
 
 
-def test_a_few_foreign_letters_do_not_switch_reuse_off():
-    assert coverage_gap("What does the word 猫 mean in a sentence like this one?", "m", ("en",)) is None
+def test_a_few_foreign_letters_of_an_alphabet_do_not_switch_reuse_off():
+    assert coverage_gap("What is the value of π in this formula for a circle?", "m", ("en",)) is None
+    assert coverage_gap("What is the Greek letter Ω called, and how do I type it?", "m", ("en",)) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "续订 subscription",  # 2 of 14 letters: renew and cancel are one vector on MiniLM
+        "What does the word 猫 mean in a sentence like this one?",
+        "how do I say ありがとう politely",
+        "취소 subscription",
+    ],
+)
+def test_one_word_of_a_script_whose_characters_are_words_leaves_the_text_uncovered(text):
+    reason = coverage_gap(text, "all-MiniLM-L6-v2", ("en",))
+    assert reason is not None and reason.endswith("exact matching only")
+    assert coverage_gap(text, "m", ("en", "zh", "ja", "ko")) is None
+
+
+def test_load_detector_builds_every_reading_before_the_first_text():
+    from storage.languages import SHARED_SCRIPT_LANGUAGES, _detector, load_detector
+
+    load_detector()
+    assert _detector.cache_info().currsize == 2 + len(SHARED_SCRIPT_LANGUAGES)
+    misses = _detector.cache_info().misses
+    detect_languages(["Как изменить пароль", "Wie kann ich mein Passwort ändern", "xq zzv kkr wop"])
+    assert _detector.cache_info().misses == misses  # nothing built while reading
 
 
 def test_latin_script_text_in_another_language_is_detected():
