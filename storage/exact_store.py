@@ -196,6 +196,34 @@ def clear_namespace(con: duckdb.DuckDBPyConnection, tenant: str, namespace: str)
     return len(rows)
 
 
+def apply_ttl(con: duckdb.DuckDBPyConnection, ttl_by_scope: dict[tuple[str, str], int]) -> int:
+    """Each stored entry of a (tenant, namespace) expires its TTL now after it was written:
+    a TTL lowered in the configuration applies to the answers already stored (they stop
+    serving), and a raised one lengthens their life. Returns how many expiries changed."""
+    if not ttl_by_scope:
+        return 0
+    ttl = pl.DataFrame(
+        [(tenant, namespace, seconds) for (tenant, namespace), seconds in ttl_by_scope.items()],
+        schema={"tenant": pl.String, "namespace": pl.String, "ttl_seconds": pl.Int64},
+        orient="row",
+    )
+    con.register("current_ttl", ttl)
+    try:
+        rows = con.execute(
+            """
+            UPDATE cache_entries e
+            SET expires_at = e.created_at + to_seconds(t.ttl_seconds)
+            FROM current_ttl t
+            WHERE e.tenant = t.tenant AND e.namespace = t.namespace
+              AND e.expires_at <> e.created_at + to_seconds(t.ttl_seconds)
+            RETURNING 1
+            """
+        ).fetchall()
+    finally:
+        con.unregister("current_ttl")
+    return len(rows)
+
+
 def sweep_expired(con: duckdb.DuckDBPyConnection, now: datetime) -> int:
     """The scheduled half of expiry: delete every entry past its expires_at."""
     rows = con.execute("DELETE FROM cache_entries WHERE expires_at <= ? RETURNING 1", [now]).fetchall()

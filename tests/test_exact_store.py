@@ -5,6 +5,7 @@ from datetime import timedelta
 import polars as pl
 
 from storage.exact_store import (
+    apply_ttl,
     clear_namespace,
     lookup_exact,
     open_store,
@@ -55,6 +56,25 @@ def test_expired_entry_is_never_served_and_is_deleted_when_read(tmp_path, now):
         later = now + timedelta(seconds=60)
         assert not lookup_exact(con, request_rows([stored]), later)["hit"][0]
         assert con.execute("SELECT count(*) FROM cache_entries").fetchall() == [(0,)]
+
+
+def test_a_ttl_changed_in_the_configuration_applies_to_stored_entries(tmp_path, now):
+    kept, other = identity("How do I reset my password?"), identity("Opening hours?", tenant="globex")
+    day = 24 * 3600
+    with open_store(tmp_path / "cache.duckdb") as con:
+        write_entries(con, entry_rows([kept, other], ["{}", "{}"], now, ttl_seconds=30 * day))
+        two_days_on = now + timedelta(days=2)
+        assert lookup_exact(con, request_rows([kept]), two_days_on)["hit"][0]
+        # The namespace's TTL lowered to one day for acme: its two-day-old entry stops serving.
+        assert apply_ttl(con, {("acme", kept.namespace): day}) == 1
+        assert not lookup_exact(con, request_rows([kept]), two_days_on)["hit"][0]
+        # Another tenant's entry keeps its expiry, and running it again changes nothing.
+        assert lookup_exact(con, request_rows([other]), two_days_on)["hit"][0]
+        assert apply_ttl(con, {("acme", kept.namespace): day}) == 0
+        # Raised again, the TTL lengthens the life of what is still stored.
+        write_entries(con, entry_rows([kept], ["{}"], now, ttl_seconds=day))
+        assert apply_ttl(con, {("acme", kept.namespace): 10 * day}) == 1
+        assert lookup_exact(con, request_rows([kept]), now + timedelta(days=9))["hit"][0]
 
 
 def test_sweep_deletes_every_expired_entry(tmp_path, now):

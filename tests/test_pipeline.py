@@ -396,7 +396,10 @@ def test_write_back_applies_each_tenant_namespace_own_capacity_and_ttl(tmp_path)
         schema_overrides={"key": pl.Binary},
     )
     index.add(stray, np.ones((1, index.dimension), dtype=np.float32), None)
+    # acme's intents TTL lowered to an hour: its stored entry is retimed before the look-up.
+    write_namespace_override(tmp_path, "demo-support-intents", {"ttl_seconds": 3600}, tenant="acme")
     again = _materialize(resource, DAY1, dg.DagsterInstance.ephemeral())
+    assert _metadata(again, "exact_lookups")["entries_retimed"] == 1
     write_back = _metadata(again, "cache_write_back")
     assert write_back["vectors_removed"] == write_back["entries_evicted"] + 1
     assert resource.semantic_index("all-MiniLM-L6-v2").count() == 3
