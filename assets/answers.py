@@ -123,7 +123,7 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
         vectors = current_embeddings(vectors, partition, infercache.embedding_fingerprint).select(
             "key", "vector"
         )
-        entries = new_entries(con, partition, now, ttl)
+        entries = new_entries(con, partition, now, ttl, vectors)
         written = commit_entries(con, entries)
         exact_only = new_exact_only_entries(con, partition)
         for (embedding_model,), group in exact_only.group_by(["embedding_model"], maintain_order=True):

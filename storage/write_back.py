@@ -49,12 +49,25 @@ def new_entries(
     partition: str,
     now: datetime,
     ttl_by_scope: dict[tuple[str, str], int],
+    vectors: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """The partition's answered model calls as cache entries, with their expiry.
 
     ttl_by_scope: (tenant, namespace) -> TTL seconds, so a tenant's own override applies.
+    vectors (key, vector): the vectors the write-back will index; an entry's size_bytes
+    counts its vector as LanceDB stores it (float32), so capacity.max_bytes bounds both
+    stores (384 dimensions: 1,536 bytes, more than most short answers).
     """
     rows = con.sql(_NEW_ENTRIES_QUERY, params=[partition]).pl()
+    if vectors is not None and vectors.height:
+        vector_bytes = vectors.unique("key").select(
+            "key", vector_bytes=pl.col("vector").list.len().cast(pl.Int64) * 4
+        )
+        rows = (
+            rows.join(vector_bytes, on="key", how="left", maintain_order="left")
+            .with_columns(size_bytes=pl.col("size_bytes") + pl.col("vector_bytes").fill_null(0))
+            .drop("vector_bytes")
+        )
     ttl = pl.DataFrame(
         [(tenant, namespace, seconds) for (tenant, namespace), seconds in ttl_by_scope.items()],
         schema={"tenant": pl.String, "namespace": pl.String, "ttl_seconds": pl.Int64},

@@ -375,6 +375,13 @@ def test_write_back_applies_each_tenant_namespace_own_capacity_and_ttl(tmp_path)
         ("acme", "demo-support-intents", 2592000),
         ("globex", "demo-faq-answers", 86400),  # globex's override
     ]
+    # Capacity counts each entry's vector in LanceDB (384 float32) with its row in DuckDB.
+    vector_bytes = _query(
+        tmp_path,
+        "SELECT DISTINCT size_bytes - octet_length(key) - strlen(canonical_request) - strlen(answer_json)"
+        " FROM cache_entries",
+    )
+    assert vector_bytes.to_series().to_list() == [384 * 4]
     write_back = [
         e for e in result.get_asset_materialization_events() if e.asset_key.path == ["cache_write_back"]
     ]
