@@ -36,11 +36,12 @@ def model_requests(context: dg.AssetExecutionContext, infercache: InferCacheReso
     partition = context.partition_key
     settings = infercache.settings()
     folder = landing_folder(infercache.locations.landing_root, partition)
-    if not folder.is_dir() or not any(folder.iterdir()):
+    # Hidden files (.DS_Store, .gitkeep) are not read, so they do not make a day.
+    if not folder.is_dir() or not any(not path.name.startswith(".") for path in folder.iterdir()):
         # A day whose files are missing is an error, not an empty day: a re-run would
         # otherwise replace the day's requests and answers with nothing.
         raise dg.Failure(
-            f"no landing files for {partition}: {folder} is missing or empty. Put the day's "
+            f"no landing files for {partition}: {folder} is missing or holds no visible file. Put the day's "
             "request files (*.jsonl or *.parquet) there; for a day without requests, an empty "
             "requests.jsonl"
         )

@@ -309,7 +309,12 @@ def _replay_counts(
             for query, columns in enumerate(nearest_columns(similarities, CANDIDATES_PER_QUERY)):
                 # The most similar first, as the look-up path orders its candidates.
                 externals[query] = [
-                    External(distinct[entry_rows[c]], float(similarities[query, c]), entry_groups[c])
+                    External(
+                        distinct[entry_rows[c]],
+                        float(similarities[query, c]),
+                        entry_groups[c],
+                        key=distinct[entry_rows[c]],
+                    )
                     for c in sorted(columns.tolist(), key=lambda c: -similarities[query, c])
                 ]
         resolved = resolve_within_scopes(
@@ -322,6 +327,7 @@ def _replay_counts(
             externals=externals,
             nearest=CANDIDATES_PER_QUERY,
             copy_of=copy_of,
+            row_keys=[block_keys[i] for i in semantic_rows],
         )
         resolutions = dict(zip(semantic_rows, resolved, strict=True))
 

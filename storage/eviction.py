@@ -33,7 +33,8 @@ def enforce_capacity(
 
     Before the policy's order, two ranks:
     - current_versions (model -> the registry's version): entries of another version of a
-      registered model go first. The version is in the key, so no request reaches them
+      registered model, or of a model it no longer lists, go first. The version is in the
+      key (and an unknown model is quarantined at intake), so no request reaches them
       while the registry names another; under LFU their old hits would otherwise keep them
       and push out every entry of the new version. They are not deleted while there is
       room: a model rolled back to its earlier version finds them.
@@ -53,8 +54,11 @@ def enforce_capacity(
         {"model": list(versions), "current_version": list(versions.values())},
         schema={"model": pl.String, "current_version": pl.String},
     )
+    # Without current_versions every entry counts as current; with them, an entry of a
+    # model the registry no longer lists is as unreachable as one of an older version.
+    unlisted = "true" if current_versions is None else "false"
     order = (
-        "(v.current_version IS NULL OR e.model_version = v.current_version) DESC, "
+        f"coalesce(e.model_version = v.current_version, {unlisted}) DESC, "
         f"(e.created_at >= $admitted_at) DESC NULLS LAST, {KEEP_ORDER[policy]}"
     )
     con.register("registered_versions", registered)
@@ -63,7 +67,9 @@ def enforce_capacity(
             f"""
             WITH ranked AS (
                 SELECT e.key, e.size_bytes,
-                       row_number() OVER (ORDER BY {order}) AS keep_rank,
+                       -- An entry that cannot fit on its own takes neither a place nor bytes.
+                       sum(CASE WHEN $max_bytes IS NULL OR e.size_bytes <= $max_bytes THEN 1 ELSE 0 END)
+                           OVER (ORDER BY {order} ROWS UNBOUNDED PRECEDING) AS keep_rank,
                        sum(CASE WHEN e.size_bytes <= $max_bytes THEN e.size_bytes ELSE 0 END)
                            OVER (ORDER BY {order} ROWS UNBOUNDED PRECEDING) AS kept_bytes
                 FROM cache_entries e LEFT JOIN registered_versions v USING (model)

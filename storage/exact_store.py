@@ -196,6 +196,26 @@ def clear_namespace(con: duckdb.DuckDBPyConnection, tenant: str, namespace: str)
     return len(rows)
 
 
+def set_vector_bytes(con: duckdb.DuckDBPyConnection, keys: list[bytes], vector_bytes: int) -> None:
+    """The entries' size_bytes, their row as write-back counts it plus `vector_bytes` (their
+    vector in the index; 0 where it was dropped), after the backfill indexed or dropped them."""
+    if not keys:
+        return
+    frame = pl.DataFrame({"key": keys}, schema={"key": pl.Binary}).unique()
+    con.register("sized_keys", frame)
+    try:
+        con.execute(
+            """
+            UPDATE cache_entries
+            SET size_bytes = octet_length(key) + strlen(canonical_request) + strlen(answer_json) + ?
+            WHERE key IN (SELECT key FROM sized_keys)
+            """,
+            [vector_bytes],
+        )
+    finally:
+        con.unregister("sized_keys")
+
+
 def apply_ttl(con: duckdb.DuckDBPyConnection, ttl_by_scope: dict[tuple[str, str], int]) -> int:
     """Each stored entry of a (tenant, namespace) expires its TTL now after it was written:
     a TTL lowered in the configuration applies to the answers already stored (they stop

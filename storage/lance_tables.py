@@ -89,6 +89,10 @@ def _require_schema(table, name: str, schema: pa.Schema) -> None:
         )
 
 
+# Bytes a vector takes per dimension (float32), as capacity counts it.
+VECTOR_VALUE_BYTES = 4
+
+
 def vector_field(dimension: int) -> pa.Field:
     return pa.field("vector", pa.list_(pa.float32(), dimension))
 

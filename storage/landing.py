@@ -116,6 +116,16 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, str, Any]]:
     except OSError as error:
         yield 0, "", _Rejected(f"could not read {path.name} ({error.strerror}): check the file and run again")
         return
+    # UTF-16 or UTF-32 (a spreadsheet's "Unicode text"): every line would be quarantined, and
+    # split at the wrong bytes; the whole file is one row that says how to save it.
+    wide = _wide_encoding(data)
+    if wide is not None:
+        yield (
+            0,
+            "",
+            _Rejected(f"{path.name} is {wide}, not UTF-8: save it as UTF-8 and run the partition again"),
+        )
+        return
     # Lines split as text mode splits them (\n, \r\n, \r), each decoded on its own so one
     # line in another encoding quarantines that line, not the file.
     for number, line in enumerate(data.removeprefix(UTF8_BOM).splitlines(), start=1):
@@ -138,6 +148,22 @@ def _jsonl_rows(path: Path) -> Iterator[tuple[int, str, Any]]:
         except json.JSONDecodeError as error:
             parsed = _Rejected(f"not valid JSON ({error.msg} at column {error.colno})")
         yield number, text, parsed
+
+
+def _wide_encoding(data: bytes) -> str | None:
+    """The name of a UTF-16 or UTF-32 encoding the file is in (by its byte order mark, or
+    the NUL bytes its ASCII characters carry), else None."""
+    for mark, name in (
+        (b"\xff\xfe\x00\x00", "UTF-32"),
+        (b"\x00\x00\xfe\xff", "UTF-32"),
+        (b"\xff\xfe", "UTF-16"),
+        (b"\xfe\xff", "UTF-16"),
+    ):
+        if data.startswith(mark):
+            return name
+    # JSON text holds no NUL byte; UTF-16 without a mark has one beside every ASCII letter.
+    head = data[:4096]
+    return "UTF-16 or UTF-32 (NUL bytes)" if head and head.count(0) * 4 >= len(head) else None
 
 
 def _parquet_rows(path: Path) -> Iterator[tuple[int, str, Any]]:

@@ -97,13 +97,27 @@ MIN_DETECTED_WORDS = 2
 Detection = tuple[str, float] | None  # (ISO 639-1 code, confidence) of a text read by a detector
 
 
+# Width forms name their script second ("HALFWIDTH KATAKANA LETTER KI"); the long-vowel
+# mark "ー" is named for both kana.
+_WIDTH_FORMS = ("HALFWIDTH", "FULLWIDTH")
+_SCRIPT_ALIASES = {"KATAKANA-HIRAGANA": "KATAKANA"}
+
+
 def letter_scripts(text: str) -> Counter:
     counts: Counter = Counter()
     for char in text:
         if char.isalpha():
-            name = unicodedata.name(char, "")
-            counts[name.split(" ")[0] if name else "UNKNOWN"] += 1
+            counts[_script(unicodedata.name(char, ""))] += 1
     return counts
+
+
+def _script(name: str) -> str:
+    """A letter's script from its Unicode name: its first word, past a width form."""
+    words = name.split(" ")
+    if not name:
+        return "UNKNOWN"
+    script = words[1] if words[0] in _WIDTH_FORMS and len(words) > 1 else words[0]
+    return _SCRIPT_ALIASES.get(script, script)
 
 
 def uncovered_scripts(text: str, languages: tuple[str, ...]) -> list[str]:

@@ -62,6 +62,9 @@ class External:
     text: str
     similarity: float
     ref: object
+    # What breaks a tie of similarity where a row is offered its nearest (resolve_lookalikes'
+    # nearest, with row_keys): the entry's key, as the look-up orders its candidates.
+    key: object = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,7 @@ def resolve_lookalikes(
     blocked: frozenset[tuple[int, int]] = frozenset(),
     nearest: int | None = None,
     copy_of: Sequence[int | None] | None = None,
+    row_keys: Sequence | None = None,
 ) -> list[Resolution]:
     """Resolve each row; `verify` None means no verification.
 
@@ -100,7 +104,9 @@ def resolve_lookalikes(
     where each leader is stored as an entry and each external is one (evaluate's replay):
     - nearest: a row is offered only its `nearest` most similar leaders and externals
       together, as a look-up searching the cache's `nearest` nearest entries; otherwise
-      every external given and its most similar earlier rows are.
+      every external given and its most similar earlier rows are. Equal similarities are
+      ordered by key (External.key, row_keys: the key each row is stored under) where
+      row_keys is given, as the look-up orders its candidates; else externals first.
     - copy_of: for each row, the first earlier row with the same request, or None. A
       row whose copy became a leader (stored) is answered by it exactly (`identical`); one
       whose copies were all answered by others is resolved as any row, against the
@@ -142,6 +148,7 @@ def resolve_lookalikes(
                 scores,
                 blocked,
                 nearest,
+                row_keys,
             )
             seen = [e.similarity for e in externals[row]]
             if earlier is not None and row:
@@ -189,6 +196,7 @@ def _choose(
     scores: dict,
     blocked: frozenset[tuple[int, int]],
     nearest: int | None = None,
+    row_keys: Sequence | None = None,
 ) -> tuple[int | None, External | None] | None:
     """The leader row or cached entry that answers `row`, or None (it makes its own call)."""
     options: list[tuple[float, int | None, External | None]] = [
@@ -203,27 +211,37 @@ def _choose(
             extra = _fallback_leaders(earlier, is_leader[:row], candidates, threshold, row, blocked)
             options += [(float(earlier[j]), j, None) for j in extra]
     if nearest is not None:
-        # Externals come sorted and first: on equal similarity they keep their place.
-        options = sorted(options, key=lambda option: -option[0])[:nearest]
+        # Externals come sorted and first: without keys, on equal similarity they keep their place.
+        def order(option: tuple[float, int | None, External | None]) -> tuple:
+            similarity, leader, external = option
+            if row_keys is None:
+                return (-similarity,)
+            return (-similarity, row_keys[leader] if leader is not None else external.key)
+
+        options = sorted(options, key=order)[:nearest]
 
     def ref_of(leader: int | None, external: External | None) -> tuple:
         return ("row", leader) if leader is not None else ("external", id(external))
 
-    unscored = [
-        (leader, external) for _, leader, external in options if (row, ref_of(leader, external)) not in scores
-    ]
+    def pair_of(leader: int | None, external: External | None) -> tuple:
+        return ("pair", texts[row], texts[leader] if leader is not None else external.text, verify_threshold)
+
+    unscored = []
+    for _, leader, external in options:
+        if (row, ref_of(leader, external)) in scores:
+            continue
+        # A pair of texts already scored at this bar (a repeated request's) is not read again.
+        known = scores.get(pair_of(leader, external))
+        if known is not None:
+            scores[(row, ref_of(leader, external))] = known
+        else:
+            unscored.append((leader, external))
     if verify is not None and unscored:
         # Leaders past the batch's candidates (the fallback), scored as they are needed.
-        fresh = verify(
-            [
-                (texts[row], texts[leader] if leader is not None else external.text)
-                for leader, external in unscored
-            ],
-            at_least=[verify_threshold] * len(unscored),
-        )
-        scores.update(
-            {(row, ref_of(*option)): float(score) for option, score in zip(unscored, fresh, strict=True)}
-        )
+        pairs = [pair_of(*option) for option in unscored]
+        fresh = verify([(a, b) for _, a, b, _ in pairs], at_least=[verify_threshold] * len(unscored))
+        for option, pair, score in zip(unscored, pairs, fresh, strict=True):
+            scores[(row, ref_of(*option))] = scores[pair] = float(score)
     chosen, chosen_rank = None, None
     for similarity, leader, external in options:
         ref = ref_of(leader, external)
@@ -267,6 +285,7 @@ def resolve_within_scopes(
     externals: Sequence[Sequence[External]] | None = None,
     nearest: int | None = None,
     copy_of: Sequence[int | None] | None = None,
+    row_keys: Sequence | None = None,
 ) -> list[Resolution]:
     """resolve_lookalikes where only rows of one scope answer each other (a replay that
     keeps each text's language to its own scope): each scope's rows in their order, every
@@ -282,6 +301,7 @@ def resolve_within_scopes(
             externals=externals,
             nearest=nearest,
             copy_of=copy_of,
+            row_keys=row_keys,
         )
     externals = externals or [[] for _ in texts]
     copy_of = copy_of or [None] * len(texts)
@@ -300,6 +320,7 @@ def resolve_within_scopes(
             externals=[externals[r] for r in rows],
             nearest=nearest,
             copy_of=[None if copy_of[r] is None else within[copy_of[r]] for r in rows],
+            row_keys=None if row_keys is None else [row_keys[r] for r in rows],
         )
         for row, resolution in zip(rows, resolved, strict=True):
             leader = None if resolution.leader_row is None else rows[resolution.leader_row]
@@ -324,7 +345,11 @@ def _verified_scores(texts, start, candidates, externals, thresholds, verify, ve
                 at_least.append(verify_thresholds[row])
     if not pairs:
         return {}
-    return dict(zip(keys, (float(s) for s in verify(pairs, at_least=at_least)), strict=True))
+    scores: dict = {}
+    for key, pair, bar, score in zip(keys, pairs, at_least, verify(pairs, at_least=at_least), strict=True):
+        # By pair of texts too: a fallback pair already read here is not read again (_choose).
+        scores[key] = scores[("pair", *pair, bar)] = float(score)
+    return scores
 
 
 # (one scope's misses, their vectors, the verifier or None) -> (row, earlier row) pairs that

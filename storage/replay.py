@@ -259,6 +259,7 @@ def _replay_block(replay: _Replay, block: list[dict], offset: int) -> None:
             externals=externals,
             nearest=CANDIDATES_PER_QUERY,
             copy_of=copy_of,
+            row_keys=[keys[i] for i in semantic_rows],
         )
         resolutions = dict(zip(semantic_rows, resolved, strict=True))
     else:

@@ -21,7 +21,9 @@ SEMANTIC_OFF = "semantic reuse is off for this namespace"
 # Bump when the rule that decides exact matching only changes (scripts, the detector's
 # tiers, English words, lengths): entries recorded exact-only under an older rule
 # (storage/vector_backfill.py) are then read again.
-COVERAGE_RULE_VERSION = 2  # 2: the wide Latin reading, shared scripts read, unplaced texts
+# 2: the wide Latin reading, shared scripts read, unplaced texts; 3: one character of a
+# script whose characters are words (storage.languages.WORD_SCRIPTS), texts read as keyed (NFC).
+COVERAGE_RULE_VERSION = 3
 
 
 def semantic_skip_reasons(
@@ -36,7 +38,11 @@ def semantic_decisions(
 ) -> tuple[list[str | None], list[str | None]]:
     """For each text under its namespace: why semantic reuse is off for it (None: it is on),
     and the language its semantic scope holds (None: the scope holds none, see
-    language_scoped), from one reading of the texts."""
+    language_scoped), from one reading of the texts. Each text is read as it is keyed (NFC):
+    the same request typed with combining marks ("café" as "cafe" and U+0301) is one key, and
+    must get one decision (a letter and its combining accent counted apart, or read by the
+    detector as another language, decided otherwise)."""
+    texts = [normalized_text(text) for text in texts]
     # Languages only where semantic reuse could apply (the detector costs ~7 s to load).
     detected = detect_languages(
         [text if ns.semantic.enabled else "" for text, ns in zip(texts, namespaces, strict=True)]
@@ -116,7 +122,7 @@ def exact_only_texts(
     """The texts (as keyed: storage.keys.normalized_text) the pipeline would give exact
     matching only, were the namespace to reuse semantically with verification (True) and
     without (False): what a calibration replays at each kind of setting. Each key is
-    decided on its first wording, as the pipeline meets it first, and read once for both."""
+    decided on its text as keyed, as the pipeline decides it, and read once for both."""
     return replay_decisions(texts, settings, namespace)[0]
 
 
@@ -127,9 +133,9 @@ def replay_decisions(
     scope holds (keyed as there), or None where the scope holds no language
     (language_scoped): a calibration never counts an answer across languages the pipeline
     would not serve."""
-    first_wording = {normalized_text(text): text for text in reversed(texts)}
-    keys = list(first_wording)
-    wordings = list(first_wording.values())
+    # Read as keyed (NFC), as semantic_decisions reads them: one decision a key.
+    keys = list(dict.fromkeys(normalized_text(text) for text in texts))
+    wordings = keys
     reusing = {
         verified: dataclasses.replace(
             namespace, semantic=dataclasses.replace(namespace.semantic, enabled=True, verify=verified)

@@ -75,7 +75,12 @@ def cached_candidates(
             continue
         if len(found[neighbour.query_row]) < CANDIDATES_PER_QUERY:
             found[neighbour.query_row].append(
-                External(entry["input_text"], neighbour.similarity, (entry["key"], entry["answer_json"]))
+                External(
+                    entry["input_text"],
+                    neighbour.similarity,
+                    (entry["key"], entry["answer_json"]),
+                    key=entry["key"],
+                )
             )
     return found
 

@@ -23,6 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from storage.config import Settings
+from storage.exact_store import set_vector_bytes
+from storage.lance_tables import VECTOR_VALUE_BYTES
 from storage.languages import is_unplaced
 from storage.semantic_coverage import COVERAGE_RULE_VERSION, as_keyed, coverage_signature, semantic_decisions
 from storage.semantic_index import SemanticIndex
@@ -207,6 +209,9 @@ def _backfill_model(
     dropped = [key for key in rescope if key in unreadable or key in superseded or key in recorded]
     index.delete_keys(dropped)
     forget_exact_only(con, list(taken - unreadable), embedding_model)
+    # Capacity counts a vector with its entry (storage.write_back.new_entries).
+    set_vector_bytes(con, list(taken - unreadable), index.dimension * VECTOR_VALUE_BYTES)
+    set_vector_bytes(con, dropped, 0)  # after the add: a key both re-added and dropped has none
     if multilingual:
         note_vector_kinds(con, kinds, partition, now)
         # Where every stale vector was indexed again or dropped, its check stops.

@@ -13,6 +13,7 @@ import polars as pl
 import pyarrow as pa
 
 from storage.exact_store import write_entries
+from storage.lance_tables import VECTOR_VALUE_BYTES
 from storage.semantic_coverage import SEMANTIC_OFF
 
 _NEW_ENTRIES_QUERY = """
@@ -61,7 +62,7 @@ def new_entries(
     rows = con.sql(_NEW_ENTRIES_QUERY, params=[partition]).pl()
     if vectors is not None and vectors.height:
         vector_bytes = vectors.unique("key").select(
-            "key", vector_bytes=pl.col("vector").list.len().cast(pl.Int64) * 4
+            "key", vector_bytes=pl.col("vector").list.len().cast(pl.Int64) * VECTOR_VALUE_BYTES
         )
         rows = (
             rows.join(vector_bytes, on="key", how="left", maintain_order="left")

@@ -65,6 +65,11 @@ def test_an_entry_larger_than_the_byte_limit_goes_alone(tmp_path, now):
         deleted = enforce_capacity(con, "acme", "faq", "lru", max_entries=None, max_bytes=size * 5)
         assert deleted == [cache_key(canonical_request(identity("big")))]
         assert _left(con) == ["e0", "e1", "e2", "e3", "e4"]
+        # Nor does it take a place under an entry limit as well.
+        write_entries(con, big)
+        deleted = enforce_capacity(con, "acme", "faq", "lru", max_entries=5, max_bytes=size * 5)
+        assert deleted == [cache_key(canonical_request(identity("big")))]
+        assert _left(con) == ["e0", "e1", "e2", "e3", "e4"]
 
 
 def test_lfu_admits_what_the_write_back_just_stored(tmp_path, now):
@@ -93,3 +98,16 @@ def test_entries_of_a_superseded_model_version_go_first(tmp_path, now):
         assert _left(con) == ["e0", "v2-0", "v2-1"]
         # Old entries are not deleted while there is room: a rollback to version 1 finds them.
         assert enforce_capacity(con, "acme", "faq", "lfu", 5, None, current_versions={"tiny-llm": "2"}) == []
+
+
+def test_entries_of_a_model_the_registry_no_longer_lists_go_first(tmp_path, now):
+    with open_store(tmp_path / "c.duckdb") as con:
+        _fill(con, now)  # tiny-llm; e0 hit three times
+        later = now + timedelta(days=1)
+        write_entries(con, entry_rows([identity("retired", model="old-llm")], ["{}"], now))
+        record_hits(con, [cache_key(canonical_request(identity("retired", model="old-llm")))] * 9, now)
+        write_entries(con, entry_rows([identity("new")], ["{}"], later))
+        enforce_capacity(
+            con, "acme", "faq", "lfu", 2, None, admitted_at=later, current_versions={"tiny-llm": "1"}
+        )
+        assert _left(con) == ["e0", "new"]  # nine hits do not keep an entry no request reaches

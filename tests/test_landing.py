@@ -270,3 +270,16 @@ def test_an_integer_request_id_from_parquet_is_not_coerced(tmp_path, settings):
     landed = read_landing(tmp_path / "day", settings)
     assert landed.accepted.height == 0
     assert landed.quarantined["reason"][0].startswith("request_id must be a string, got int 7")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32"])
+def test_a_jsonl_file_in_utf16_or_utf32_is_one_quarantine_row_saying_so(tmp_path, settings, encoding):
+    text = "\r\n".join(json.dumps({**GOOD, "request_id": f"r{i}"}) for i in range(3)) + "\r\n"
+    (tmp_path / "day").mkdir()
+    (tmp_path / "day" / "a.jsonl").write_bytes(text.encode(encoding))
+    _write_jsonl(tmp_path / "day" / "b.jsonl", [{**GOOD, "request_id": "b1"}])
+    landed = read_landing(tmp_path / "day", settings)
+    assert landed.accepted["request_id"].to_list() == ["b1"]
+    [(source_file, row_number, reason)] = _quarantined(landed)
+    assert (source_file, row_number) == ("a.jsonl", 0)
+    assert "not UTF-8: save it as UTF-8" in reason and "UTF-" in reason

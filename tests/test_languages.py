@@ -51,12 +51,19 @@ def test_a_few_foreign_letters_of_an_alphabet_do_not_switch_reuse_off():
         "What does the word 猫 mean in a sentence like this one?",
         "how do I say ありがとう politely",
         "취소 subscription",
+        "How do I ｷｬﾝｾﾙ my subscription plan?",  # halfwidth katakana: "cancel"
+        "Ｈｏｗ do I ｷｬﾝｾﾙ it",
     ],
 )
 def test_one_word_of_a_script_whose_characters_are_words_leaves_the_text_uncovered(text):
     reason = coverage_gap(text, "all-MiniLM-L6-v2", ("en",))
     assert reason is not None and reason.endswith("exact matching only")
     assert coverage_gap(text, "m", ("en", "zh", "ja", "ko")) is None
+
+
+def test_japanese_with_its_long_vowel_mark_is_covered_by_a_model_declaring_japanese():
+    assert coverage_gap("サーバーの設定を変更する方法", "m", ("ja",)) is None
+    assert uncovered_scripts("Ｈｅｌｌｏ ｗｏｒｌｄ", ("en",)) == []  # fullwidth Latin is Latin
 
 
 def test_load_detector_builds_every_reading_before_the_first_text():

@@ -488,6 +488,14 @@ def test_turning_semantic_reuse_on_indexes_the_entries_written_while_it_was_off(
         [DAY2],
     )
     assert served.rows() == [("semantic", "How do I reset my password?")]
+    # Capacity now counts the vectors the backfill stored with their entries, not the other's.
+    vector_bytes = _query(
+        tmp_path,
+        "SELECT input_text, size_bytes - octet_length(key) - strlen(canonical_request) - strlen(answer_json)"
+        " AS vector_bytes FROM cache_entries WHERE source_partition = ? ORDER BY ALL",
+        [DAY1],
+    )
+    assert vector_bytes["vector_bytes"].to_list() == [384 * 4, 384 * 4, 0]
     marked = _query(tmp_path, "SELECT embedding_model, verify, reason FROM exact_only_entries")
     assert marked.height == 1 and marked["embedding_model"][0] == "all-MiniLM-L6-v2"
     assert "all-MiniLM-L6-v2" in marked["reason"][0]
@@ -705,7 +713,10 @@ def test_a_day_whose_landing_files_are_gone_fails_and_keeps_what_it_stored(tmp_p
     stored = "SELECT key, answer_json FROM cache_entries ORDER BY key"
     outcomes = "SELECT request_id, path FROM request_outcomes ORDER BY request_id"
     entries_before, outcomes_before = _query(tmp_path, stored), _query(tmp_path, outcomes)
+    # The files are gone; a hidden file a desktop or a tool leaves is no day's requests.
     shutil.rmtree(tmp_path / "landing" / DAY1)
+    (tmp_path / "landing" / DAY1).mkdir()
+    (tmp_path / "landing" / DAY1 / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
     again = dg.materialize(
         PARTITION_FLOW_ASSETS,
         partition_key=DAY1,

@@ -244,3 +244,86 @@ def test_any_block_size_counts_what_a_one_by_one_replay_counts(tmp_path, seed):
     # The workload exercises what it is for: semantic hits, wrong ones, exact repeats.
     counts = reports[True, 1][0]
     assert counts["semantic_hits"] > 50 and counts["wrong_hits"] > 5 and counts["exact_hits"] > 20
+
+
+class _TwoAxes:
+    """A* texts on one axis, B* on another, any other text between them: a text between is
+    exactly as similar to an A as to a B, a tie the look-up breaks by key."""
+
+    dimension = 8
+
+    def __call__(self, texts):
+        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            if text[0] in "AB":
+                vectors[row, "AB".index(text[0])] = 1.0
+            else:
+                vectors[row, :2] = np.float32(1 / np.sqrt(2))
+        return vectors
+
+
+def _plain_cosine(tmp_path, threshold):
+    namespace = load_settings(home=tmp_path).namespace("default")
+    semantic = type(namespace.semantic)(
+        **{**vars(namespace.semantic), "threshold": threshold, "verify": False}
+    )
+    return type(namespace)(**{**vars(namespace), "semantic": semantic})
+
+
+def test_a_tie_in_similarity_is_broken_as_the_one_by_one_look_up_breaks_it(tmp_path):
+    namespace = _plain_cosine(tmp_path, 0.7)
+    served = set()
+    for n in range(6):
+        rows = [{"text": f"A{n}", "group": "a"}, {"text": f"B{n}", "group": "b"}, {"text": "C", "group": "b"}]
+        by_block = {}
+        for block_size in (1, 3):
+            folder = tmp_path / f"{n}-{block_size}"
+            wrong_hits = []
+            report = replay_workload(
+                rows,
+                namespace,
+                ReplayStores(folder / "c.duckdb", folder / "lance"),
+                _TwoAxes(),
+                8,
+                None,
+                block_size=block_size,
+                wrong_hits=wrong_hits,
+            )
+            by_block[block_size] = (_counts(report), [(w.request, w.served) for w in wrong_hits])
+        assert by_block[3] == by_block[1]
+        served.add(by_block[1][0]["wrong_hits"])
+    assert served == {0, 1}  # the keys decide which of the two serves, both ways among six
+
+
+def test_one_request_typed_two_ways_is_decided_once_whatever_the_block(tmp_path):
+    """NFC and NFD "résumé" are one key; read as typed, a combining accent split the letters
+    and the two wordings got different decisions, so a block (which resolves the second as
+    a copy of the first) and a one-by-one replay counted otherwise."""
+    import unicodedata
+
+    from storage.semantic_coverage import semantic_skip_reasons
+
+    settings = load_settings(home=tmp_path)
+    namespace = _plain_cosine(tmp_path, 0.8)
+    text = "résumé template"
+    rows = [
+        {"text": "resume template", "group": "g"},
+        {"text": unicodedata.normalize("NFD", text), "group": "g"},
+        {"text": unicodedata.normalize("NFC", text), "group": "g"},
+    ]
+    assert len(set(semantic_skip_reasons([r["text"] for r in rows[1:]], [namespace] * 2, settings))) == 1
+    counts = {}
+    for block_size in (1, 256):
+        folder = tmp_path / f"b{block_size}"
+        report = replay_workload(
+            rows,
+            namespace,
+            ReplayStores(folder / "c.duckdb", folder / "lance"),
+            _TwoAxes(),
+            8,
+            None,
+            block_size=block_size,
+            skip_reasons=lambda texts: semantic_skip_reasons(texts, [namespace] * len(texts), settings),
+        )
+        counts[block_size] = {**_counts(report), "semantic_skipped": report["semantic_skipped"]}
+    assert counts[256] == counts[1]
