@@ -30,9 +30,12 @@ def test_the_daily_schedule_runs_the_day_that_is_over():
 
     from orchestration.definitions import daily_partition_schedule
 
-    with dg.instance_for_test() as instance:
-        context = dg.build_schedule_context(
-            instance=instance, scheduled_execution_time=dt.datetime(2026, 2, 10, 2, 0, tzinfo=dt.UTC)
-        )
+    # Both as context managers: a schedule context left open keeps the instance's state
+    # storage as the current one, and a later materialization reads it after it is gone.
+    tick = dt.datetime(2026, 2, 10, 2, 0, tzinfo=dt.UTC)
+    with (
+        dg.instance_for_test() as instance,
+        dg.build_schedule_context(instance=instance, scheduled_execution_time=tick) as context,
+    ):
         requests = daily_partition_schedule.evaluate_tick(context).run_requests
     assert [request.partition_key for request in requests] == ["2026-02-09"]
