@@ -88,6 +88,16 @@ def _materialize(resource, day, instance):
     return result
 
 
+def _failed_step(assets, resource, day, instance):
+    """The one step that failed when the assets were materialized for the day."""
+    result = dg.materialize(
+        assets, partition_key=day, instance=instance, resources={"infercache": resource}, raise_on_error=False
+    )
+    assert not result.success
+    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    return failure
+
+
 def _query(home, sql, params=None):
     con = duckdb.connect(str(home / "cache.duckdb"), read_only=True)
     try:
@@ -315,15 +325,7 @@ def test_look_ups_never_use_request_embeddings_older_than_the_requests(tmp_path,
 
     write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {"enabled": True}})
     _land(tmp_path, DAY2, [_faq("d2-2", "How can I change my password?"), *DAY2_ROWS[2:]])
-    result = dg.materialize(
-        without_embeddings,
-        partition_key=DAY2,
-        instance=instance,
-        resources={"infercache": resource},
-        raise_on_error=False,
-    )
-    assert not result.success
-    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    failure = _failed_step(without_embeddings, resource, DAY2, instance)
     assert failure.step_key == "semantic_lookups"
     assert "(first: 'd2-2'): request_embeddings is older than model_requests" in str(
         failure.step_failure_data.error
@@ -335,14 +337,7 @@ def test_look_ups_never_use_request_embeddings_older_than_the_requests(tmp_path,
     stored = _query(tmp_path, "SELECT DISTINCT model_fingerprint FROM request_embeddings")
     assert stored["model_fingerprint"].to_list() == [resource.embedding_fingerprint("all-MiniLM-L6-v2")]
     monkeypatch.setattr(InferCacheResource, "embedding_fingerprint", lambda self, name: "sha256:retrained")
-    result = dg.materialize(
-        [model_requests, exact_lookups, semantic_lookups],
-        partition_key=DAY2,
-        instance=instance,
-        resources={"infercache": resource},
-        raise_on_error=False,
-    )
-    (failure,) = [e for e in result.all_events if e.is_step_failure]
+    failure = _failed_step([model_requests, exact_lookups, semantic_lookups], resource, DAY2, instance)
     assert failure.step_key == "semantic_lookups"
     assert "by their current embedding model" in str(failure.step_failure_data.error)
 
@@ -717,15 +712,7 @@ def test_a_day_whose_landing_files_are_gone_fails_and_keeps_what_it_stored(tmp_p
     shutil.rmtree(tmp_path / "landing" / DAY1)
     (tmp_path / "landing" / DAY1).mkdir()
     (tmp_path / "landing" / DAY1 / ".DS_Store").write_bytes(b"\x00\x00\x00\x01Bud1")
-    again = dg.materialize(
-        PARTITION_FLOW_ASSETS,
-        partition_key=DAY1,
-        instance=instance,
-        resources={"infercache": resource},
-        raise_on_error=False,
-    )
-    assert not again.success
-    failure = next(e for e in again.all_events if e.is_step_failure)
+    failure = _failed_step(PARTITION_FLOW_ASSETS, resource, DAY1, instance)
     assert f"no landing files for {DAY1}" in failure.step_failure_data.error.message
     assert entries_before.height == 2 and entries_before.equals(_query(tmp_path, stored))
     assert outcomes_before.equals(_query(tmp_path, outcomes))
@@ -757,15 +744,7 @@ def test_after_a_model_upgrade_a_recompute_from_the_look_ups_stops_and_the_old_d
         models.read_text().replace('name: tiny-llm\n    version: "1"', 'name: tiny-llm\n    version: "2"')
     )
     resource = InferCacheResource(home=str(tmp_path), config_dir=str(upgraded))
-    recompute = dg.materialize(
-        [semantic_lookups],
-        partition_key=DAY2,
-        instance=instance,
-        resources={"infercache": resource},
-        raise_on_error=False,
-    )
-    assert not recompute.success
-    failure = next(e for e in recompute.all_events if e.is_step_failure)
+    failure = _failed_step([semantic_lookups], resource, DAY2, instance)
     assert "'tiny-llm' was keyed at version 1 and is version 2" in failure.step_failure_data.error.message
     report = dg.materialize(
         [cache_report], partition_key=DAY1, instance=instance, resources={"infercache": resource}

@@ -226,17 +226,11 @@ def test_any_block_size_counts_what_a_one_by_one_replay_counts(tmp_path, seed):
         )
         scoped = type(namespace)(**{**vars(namespace), "semantic": semantic})
         for block_size in (1, 7, 256):
-            folder = tmp_path / f"{verified}-{block_size}"
             wrong_hits = []
-            report = replay_workload(
-                rows,
-                scoped,
-                ReplayStores(folder / "c.duckdb", folder / "lance"),
-                embedding,
-                embedding.dimension,
-                _pair_verifier(seed) if verified else None,
-                block_size=block_size,
-                wrong_hits=wrong_hits,
+            verify = _pair_verifier(seed) if verified else None
+            folder = tmp_path / f"{verified}-{block_size}"
+            report = _replay_embedded(
+                folder, rows, scoped, embedding, block_size, verify, wrong_hits=wrong_hits
             )
             reports[verified, block_size] = (_counts(report), [(w.request, w.served) for w in wrong_hits])
         assert reports[verified, 7] == reports[verified, 1]
@@ -262,6 +256,20 @@ class _TwoAxes:
         return vectors
 
 
+def _replay_embedded(folder, rows, namespace, embedding, block_size, verify=None, **options):
+    """A replay on a constructed embedding, into a store of its own under `folder`."""
+    return replay_workload(
+        rows,
+        namespace,
+        ReplayStores(folder / "c.duckdb", folder / "lance"),
+        embedding,
+        embedding.dimension,
+        verify,
+        block_size=block_size,
+        **options,
+    )
+
+
 def _plain_cosine(tmp_path, threshold):
     namespace = load_settings(home=tmp_path).namespace("default")
     semantic = type(namespace.semantic)(
@@ -277,17 +285,9 @@ def test_a_tie_in_similarity_is_broken_as_the_one_by_one_look_up_breaks_it(tmp_p
         rows = [{"text": f"A{n}", "group": "a"}, {"text": f"B{n}", "group": "b"}, {"text": "C", "group": "b"}]
         by_block = {}
         for block_size in (1, 3):
-            folder = tmp_path / f"{n}-{block_size}"
             wrong_hits = []
-            report = replay_workload(
-                rows,
-                namespace,
-                ReplayStores(folder / "c.duckdb", folder / "lance"),
-                _TwoAxes(),
-                8,
-                None,
-                block_size=block_size,
-                wrong_hits=wrong_hits,
+            report = _replay_embedded(
+                tmp_path / f"{n}-{block_size}", rows, namespace, _TwoAxes(), block_size, wrong_hits=wrong_hits
             )
             by_block[block_size] = (_counts(report), [(w.request, w.served) for w in wrong_hits])
         assert by_block[3] == by_block[1]
@@ -314,15 +314,12 @@ def test_one_request_typed_two_ways_is_decided_once_whatever_the_block(tmp_path)
     assert len(set(semantic_skip_reasons([r["text"] for r in rows[1:]], [namespace] * 2, settings))) == 1
     counts = {}
     for block_size in (1, 256):
-        folder = tmp_path / f"b{block_size}"
-        report = replay_workload(
+        report = _replay_embedded(
+            tmp_path / f"b{block_size}",
             rows,
             namespace,
-            ReplayStores(folder / "c.duckdb", folder / "lance"),
             _TwoAxes(),
-            8,
-            None,
-            block_size=block_size,
+            block_size,
             skip_reasons=lambda texts: semantic_skip_reasons(texts, [namespace] * len(texts), settings),
         )
         counts[block_size] = {**_counts(report), "semantic_skipped": report["semantic_skipped"]}
