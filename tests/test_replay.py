@@ -52,6 +52,20 @@ def _replay(
     )
 
 
+def _replay_into(folder, rows, namespace, embedding, block_size, verify=None, **options):
+    """A replay (embedding: any model with a dimension) into a store of its own under `folder`."""
+    return replay_workload(
+        rows,
+        namespace,
+        ReplayStores(folder / "c.duckdb", folder / "lance"),
+        embedding,
+        embedding.dimension,
+        verify,
+        block_size=block_size,
+        **options,
+    )
+
+
 def _counts(report):
     keep = ("exact_hits", "semantic_hits", "right_semantic_hits", "wrong_hits", "recall_denominator")
     return {k: report[k] for k in keep}
@@ -134,16 +148,9 @@ def test_requests_the_pipeline_gives_exact_matching_only_get_it_in_a_replay_too(
         return semantic_skip_reasons(texts, [namespace] * len(texts), settings)
 
     def replay(block_size, skips, store):
-        folder = tmp_path / f"{store}{block_size}"
-        return replay_workload(
-            rows,
-            namespace,
-            ReplayStores(folder / "c.duckdb", folder / "lance"),
-            minilm,
-            minilm.dimension,
-            None,  # cosine alone: the long pair would be served (cosine 1.0)
-            block_size=block_size,
-            skip_reasons=skips,
+        # Cosine alone (no verifier): the long pair would be served (cosine 1.0).
+        return _replay_into(
+            tmp_path / f"{store}{block_size}", rows, namespace, minilm, block_size, skip_reasons=skips
         )
 
     unguarded = replay(256, None, "unguarded")
@@ -229,9 +236,7 @@ def test_any_block_size_counts_what_a_one_by_one_replay_counts(tmp_path, seed):
             wrong_hits = []
             verify = _pair_verifier(seed) if verified else None
             folder = tmp_path / f"{verified}-{block_size}"
-            report = _replay_embedded(
-                folder, rows, scoped, embedding, block_size, verify, wrong_hits=wrong_hits
-            )
+            report = _replay_into(folder, rows, scoped, embedding, block_size, verify, wrong_hits=wrong_hits)
             reports[verified, block_size] = (_counts(report), [(w.request, w.served) for w in wrong_hits])
         assert reports[verified, 7] == reports[verified, 1]
         assert reports[verified, 256] == reports[verified, 1]
@@ -256,20 +261,6 @@ class _TwoAxes:
         return vectors
 
 
-def _replay_embedded(folder, rows, namespace, embedding, block_size, verify=None, **options):
-    """A replay on a constructed embedding, into a store of its own under `folder`."""
-    return replay_workload(
-        rows,
-        namespace,
-        ReplayStores(folder / "c.duckdb", folder / "lance"),
-        embedding,
-        embedding.dimension,
-        verify,
-        block_size=block_size,
-        **options,
-    )
-
-
 def _plain_cosine(tmp_path, threshold):
     namespace = load_settings(home=tmp_path).namespace("default")
     semantic = type(namespace.semantic)(
@@ -286,7 +277,7 @@ def test_a_tie_in_similarity_is_broken_as_the_one_by_one_look_up_breaks_it(tmp_p
         by_block = {}
         for block_size in (1, 3):
             wrong_hits = []
-            report = _replay_embedded(
+            report = _replay_into(
                 tmp_path / f"{n}-{block_size}", rows, namespace, _TwoAxes(), block_size, wrong_hits=wrong_hits
             )
             by_block[block_size] = (_counts(report), [(w.request, w.served) for w in wrong_hits])
@@ -314,7 +305,7 @@ def test_one_request_typed_two_ways_is_decided_once_whatever_the_block(tmp_path)
     assert len(set(semantic_skip_reasons([r["text"] for r in rows[1:]], [namespace] * 2, settings))) == 1
     counts = {}
     for block_size in (1, 256):
-        report = _replay_embedded(
+        report = _replay_into(
             tmp_path / f"b{block_size}",
             rows,
             namespace,
