@@ -142,6 +142,16 @@ TABLES: dict[str, str] = {
         coverage_rule INTEGER NOT NULL,
         checked_at TIMESTAMP NOT NULL
     """,
+    # Tenant namespaces whose stored vectors were decided again under the coverage rule of
+    # that version (storage/vector_backfill_run.py): a rule that gives more text exact
+    # matching only drops the vectors an older rule stored for such text.
+    "covered_vector_checks": """
+        embedding_model VARCHAR NOT NULL,
+        tenant VARCHAR NOT NULL,
+        namespace VARCHAR NOT NULL,
+        coverage_rule INTEGER NOT NULL,
+        checked_at TIMESTAMP NOT NULL
+    """,
     # Live entries left without a vector in an embedding model's index because their text
     # is not for it (storage/vector_backfill.py), under what decided it
     # (storage.semantic_coverage.coverage_signature).

@@ -271,16 +271,29 @@ def _live_vectors(
         ).pl()
 
 
-def namespaces_unchecked_for_unplaced(
-    con: duckdb.DuckDBPyConnection, embedding_model: str, namespaces: list[tuple[str, str]], rule: int
+# The once-a-rule checks of a namespace's stored vectors, and the table recording each.
+CHECK_TABLES = {
+    # Vectors stored under the scope of a text the rule leaves unplaced (multilingual models).
+    "unplaced": "unplaced_vector_checks",
+    # Vectors of texts the rule gives exact matching only (every model).
+    "covered": "covered_vector_checks",
+}
+
+
+def namespaces_unchecked(
+    con: duckdb.DuckDBPyConnection,
+    check: str,
+    embedding_model: str,
+    namespaces: list[tuple[str, str]],
+    rule: int,
 ) -> set[tuple[str, str]]:
     """Of the (tenant, namespace) given, those whose vectors under the embedding model were
-    not yet found free of unplaced scopes under coverage rule `rule`."""
+    not yet found clean by `check` (CHECK_TABLES) under coverage rule `rule`."""
     if not namespaces:
         return set()
     done = con.execute(
-        """
-        SELECT DISTINCT tenant, namespace FROM unplaced_vector_checks
+        f"""
+        SELECT DISTINCT tenant, namespace FROM {CHECK_TABLES[check]}
         WHERE embedding_model = ? AND coverage_rule = ?
         """,
         [embedding_model, rule],
@@ -288,35 +301,52 @@ def namespaces_unchecked_for_unplaced(
     return set(namespaces) - set(done)
 
 
-def note_unplaced_checked(
+def note_checked(
     con: duckdb.DuckDBPyConnection,
+    check: str,
     embedding_model: str,
     namespaces: set[tuple[str, str]],
     rule: int,
     now: datetime,
 ) -> None:
-    """Record that these namespaces' vectors hold no unplaced scope under `rule` (vectors
-    written from now on are scoped by it): the check stops until the rule changes."""
+    """Record that these namespaces' vectors passed `check` under `rule` (vectors written from
+    now on are decided by it): the check stops until the rule changes."""
     if namespaces:
         con.executemany(
-            "INSERT INTO unplaced_vector_checks VALUES (?, ?, ?, ?, ?)",
+            f"INSERT INTO {CHECK_TABLES[check]} VALUES (?, ?, ?, ?, ?)",
             [[embedding_model, tenant, namespace, rule, now] for tenant, namespace in sorted(namespaces)],
         )
 
 
-def forget_unplaced_checked(
-    con: duckdb.DuckDBPyConnection, embedding_model: str, namespaces: set[tuple[str, str]], rule: int
+def forget_checked(
+    con: duckdb.DuckDBPyConnection,
+    check: str,
+    embedding_model: str,
+    namespaces: set[tuple[str, str]],
+    rule: int,
 ) -> None:
-    """Reopen the check for these namespaces: a partition keyed under an older rule writes
-    vectors under unplaced scopes again."""
+    """Reopen `check` for these namespaces: a partition keyed under an older rule writes
+    vectors that rule decided again."""
     if namespaces:
         con.executemany(
-            """
-            DELETE FROM unplaced_vector_checks
+            f"""
+            DELETE FROM {CHECK_TABLES[check]}
             WHERE embedding_model = ? AND tenant = ? AND namespace = ? AND coverage_rule = ?
             """,
             [[embedding_model, tenant, namespace, rule] for tenant, namespace in sorted(namespaces)],
         )
+
+
+def live_vectors_of(
+    con: duckdb.DuckDBPyConnection,
+    indexed: pa.Table,
+    namespaces: pl.DataFrame,
+    now: datetime,
+    before_partition: str | None = None,
+) -> pl.DataFrame:
+    """The live vectors of `indexed` (key, tenant, namespace, semantic_scope) in the (tenant,
+    namespace) rows of `namespaces` (their other columns kept), with the entry's text."""
+    return _live_vectors(con, indexed, namespaces, now, before_partition)
 
 
 def keys_recorded_exact_only(

@@ -30,15 +30,16 @@ from storage.semantic_coverage import COVERAGE_RULE_VERSION, as_keyed, coverage_
 from storage.semantic_index import SemanticIndex
 from storage.vector_backfill import (
     entries_missing_vectors,
+    forget_checked,
     forget_exact_only,
-    forget_unplaced_checked,
     forget_vector_kind,
     keys_recorded_exact_only,
     keys_scoped_otherwise,
     keys_under_unplaced_scopes,
+    live_vectors_of,
     namespaces_to_check,
-    namespaces_unchecked_for_unplaced,
-    note_unplaced_checked,
+    namespaces_unchecked,
+    note_checked,
     note_vector_kinds,
     record_exact_only,
     with_scopes,
@@ -123,6 +124,9 @@ def _backfill_model(
     counts: BackfillCounts,
 ) -> None:
     embedding_model = rows[0].embedding_model
+    dropped, newly_exact_only = _drop_vectors_now_uncovered(con, settings, partition, now, rows, index)
+    counts.vectors_dropped += dropped
+    counts.entries_kept_exact_only += newly_exact_only
     scoped = {(row.tenant, row.namespace): row.language_in_scope for row in rows}
     # Only a model of several languages can have stored a vector under the other kind of
     # scope, and only namespaces where the other kind may be present are read vector by vector.
@@ -141,10 +145,14 @@ def _backfill_model(
     # namespaces, and only a partition keyed under the current rule records it done.
     older_rule = {(row.tenant, row.namespace) for row in rows if any(map(is_unplaced, row.languages))}
     if multilingual:
-        forget_unplaced_checked(con, embedding_model, older_rule, COVERAGE_RULE_VERSION)
+        forget_checked(con, "unplaced", embedding_model, older_rule, COVERAGE_RULE_VERSION)
     unplaced_check = (
-        namespaces_unchecked_for_unplaced(
-            con, embedding_model, [key for key, keeps in scoped.items() if keeps], COVERAGE_RULE_VERSION
+        namespaces_unchecked(
+            con,
+            "unplaced",
+            embedding_model,
+            [key for key, keeps in scoped.items() if keeps],
+            COVERAGE_RULE_VERSION,
         )
         if multilingual
         else set()
@@ -188,10 +196,7 @@ def _backfill_model(
             row.model,
             row.model_version,
             row.verify,
-            row.decided_under
-            or coverage_signature(
-                as_keyed(settings.namespace(row.namespace, row.tenant), embedding_model, row.verify), settings
-            ),
+            _signature(settings, embedding_model, row),
         )
         for row in rows
     ]
@@ -221,12 +226,82 @@ def _backfill_model(
             forget_vector_kind(con, embedding_model, tenant, namespace, not checked[(tenant, namespace)])
         left = {(v.tenant, v.namespace) for v in unplaced if v.key not in done}
         finished = unplaced_check - left - older_rule
-        note_unplaced_checked(con, embedding_model, finished, COVERAGE_RULE_VERSION, now)
+        note_checked(con, "unplaced", embedding_model, finished, COVERAGE_RULE_VERSION, now)
     counts.vectors_backfilled += added
     counts.vectors_rescoped += len(set(rescope) & (taken - unreadable))
     counts.vectors_dropped += len(dropped)
     counts.entries_kept_exact_only += kept
     counts.entries_awaiting_vectors += awaiting - added - kept
+
+
+def _drop_vectors_now_uncovered(
+    con: duckdb.DuckDBPyConnection,
+    settings: Settings,
+    partition: str,
+    now: datetime,
+    rows: list[_Keyed],
+    index: SemanticIndex,
+) -> tuple[int, int]:
+    """Once a coverage rule and namespace: the stored vectors whose text the current rule
+    gives exact matching only (rule 3: a Chinese word in an English request on MiniLM,
+    where "续订 subscription" and "取消 subscription" are one vector) are dropped and their
+    entries recorded exact-only; such text no longer searches, and must not answer others.
+    A partition keyed under an older rule stores such vectors again: it reopens the check.
+    Returns how many vectors were dropped, and how many of their entries were not recorded
+    exact-only before."""
+    embedding_model = rows[0].embedding_model
+    keyed = {(row.tenant, row.namespace): row for row in rows}
+    older = {scope for scope, row in keyed.items() if not _decided_under_current_rule(row)}
+    forget_checked(con, "covered", embedding_model, older, COVERAGE_RULE_VERSION)
+    unchecked = namespaces_unchecked(con, "covered", embedding_model, list(keyed), COVERAGE_RULE_VERSION)
+    if not unchecked:
+        return 0, 0
+    namespaces = pl.DataFrame(
+        [
+            (tenant, name, row.verify, row.language_in_scope, _signature(settings, embedding_model, row))
+            for (tenant, name), row in keyed.items()
+            if (tenant, name) in unchecked
+        ],
+        schema={
+            "tenant": pl.String,
+            "namespace": pl.String,
+            "verify": pl.Boolean,
+            "language_in_scope": pl.Boolean,
+            "decided_under": pl.String,
+        },
+        orient="row",
+    )
+    stored = live_vectors_of(con, index.keys(with_scopes=True), namespaces, now, partition)
+    if stored.height:
+        settings_of = [
+            as_keyed(settings.namespace(name, tenant), embedding_model, verify, in_scope)
+            for tenant, name, verify, in_scope in stored.select(
+                "tenant", "namespace", "verify", "language_in_scope"
+            ).iter_rows()
+        ]
+        reasons, _ = semantic_decisions(stored["input_text"].to_list(), settings_of, settings)
+        stored = stored.with_columns(reason=pl.Series(reasons, dtype=pl.String)).filter(
+            pl.col("reason").is_not_null()
+        )
+    dropped = stored["key"].to_list() if stored.height else []
+    index.delete_keys(dropped)
+    recorded_before = keys_recorded_exact_only(con, dropped, embedding_model)
+    if dropped:
+        record_exact_only(con, stored, embedding_model, now)
+        set_vector_bytes(con, dropped, 0)
+    note_checked(con, "covered", embedding_model, unchecked - older, COVERAGE_RULE_VERSION, now)
+    return len(dropped), len(set(dropped) - recorded_before)
+
+
+def _decided_under_current_rule(row: _Keyed) -> bool:
+    return row.decided_under is not None and row.decided_under.startswith(f"rule {COVERAGE_RULE_VERSION};")
+
+
+def _signature(settings: Settings, embedding_model: str, row: _Keyed) -> str:
+    """What decided the row's requests, as the backfill records it."""
+    return row.decided_under or coverage_signature(
+        as_keyed(settings.namespace(row.namespace, row.tenant), embedding_model, row.verify), settings
+    )
 
 
 def _embed_and_index(

@@ -202,14 +202,16 @@ P1, P2 = "2026-02-01", "2026-02-02"
 
 
 class _Store:
-    def __init__(self, home, now):
+    def __init__(self, home, now, embedding_model=E5):
         from storage.config import load_settings, write_namespace_override
         from storage.semantic_index import SemanticIndex
 
-        write_namespace_override(home, "faq", {"semantic": {"embedding_model": E5, "verify": False}})
-        self.home, self.now = home, now
+        write_namespace_override(
+            home, "faq", {"semantic": {"embedding_model": embedding_model, "verify": False}}
+        )
+        self.home, self.now, self.model = home, now, embedding_model
         self.settings = load_settings(home=home)
-        self.index = SemanticIndex(home / "lance", E5, 384)
+        self.index = SemanticIndex(home / "lance", embedding_model, 384)
         self.embedded: list[str] = []
 
     def embed(self, embedding_model, texts):
@@ -230,12 +232,13 @@ class _Store:
                 con, entry_rows(identities, ["{}"] * len(identities), self.now, partition=partition)
             )
             kind = any(language is not None for language in languages)
-            note_vector_kinds(con, [(E5, "acme", "faq", kind)], partition, self.now)
+            note_vector_kinds(con, [(self.model, "acme", "faq", kind)], partition, self.now)
         rows = pl.DataFrame(
             {
                 "key": [cache_key(canonical_request(x)) for x in identities],
                 "semantic_scope": [
-                    semantic_scope(x, E5, language) for x, language in zip(identities, languages, strict=True)
+                    semantic_scope(x, self.model, language)
+                    for x, language in zip(identities, languages, strict=True)
                 ],
                 "tenant": [x.tenant for x in identities],
                 "namespace": [x.namespace for x in identities],
@@ -245,7 +248,7 @@ class _Store:
             },
             schema_overrides={"key": pl.Binary},
         )
-        self.index.add_stored(rows, self.embed(E5, [x.input for x in identities]))
+        self.index.add_stored(rows, self.embed(self.model, [x.input for x in identities]))
 
     def keyed(self, partition, requests):
         """A partition's requests keyed now (the language in their scopes), as model_requests holds them."""
@@ -421,3 +424,29 @@ def test_a_partition_keyed_under_an_older_rule_reopens_the_check(tmp_path, now):
     assert store.run(after).vectors_rescoped == 1
     assert store.scopes()[cache_key(canonical_request(late))] == semantic_scope(late, E5, "ru")
     assert checks() == 1
+
+
+def test_vectors_of_texts_the_current_rule_leaves_uncovered_are_dropped_once_a_rule(tmp_path, now):
+    """Rule 2 let an English request with a Chinese word keep semantic reuse on MiniLM, where
+    "续订 subscription" and "取消 subscription" (renew / cancel) are one vector: the vector
+    stored then is dropped and its entry recorded exact-only; the English entry keeps its
+    vector, and once the namespace is checked under the rule a re-run reads nothing."""
+    from storage.semantic_coverage import COVERAGE_RULE_VERSION
+
+    minilm = "all-MiniLM-L6-v2"
+    store = _Store(tmp_path, now, embedding_model=minilm)
+    renew = identity("续订 subscription", namespace="faq")
+    english = identity("How do I reset my password?", namespace="faq")
+    store.written([renew, english], P1)
+    store.keyed(P2, [("tiny-llm", "How can I reset my password?")])
+    counts = store.run(P2)
+    assert (counts.vectors_dropped, counts.entries_kept_exact_only) == (1, 1)
+    key = {x.input: cache_key(canonical_request(x)) for x in (renew, english)}
+    assert store.indexed() == [key[english.input]]
+    with open_store(tmp_path / "cache.duckdb") as con:
+        [(reason,)] = con.execute("SELECT reason FROM exact_only_entries").fetchall()
+        checks = con.execute("SELECT embedding_model, namespace, coverage_rule FROM covered_vector_checks")
+        assert checks.fetchall() == [(minilm, "faq", COVERAGE_RULE_VERSION)]
+    assert reason.startswith("text in Cjk script")
+    again = store.run(P2)
+    assert (again.vectors_dropped, again.entries_kept_exact_only) == (0, 0)
