@@ -143,13 +143,15 @@ TABLES: dict[str, str] = {
         checked_at TIMESTAMP NOT NULL
     """,
     # Tenant namespaces whose stored vectors were decided again under the coverage rule of
-    # that version (storage/vector_backfill_run.py): a rule that gives more text exact
-    # matching only drops the vectors an older rule stored for such text.
+    # that version and their settings then (decided_under: storage.semantic_coverage.
+    # covered_check_signature; storage/vector_backfill_run.py): a rule or a setting that gives
+    # more text exact matching only drops the vectors stored for such text before.
     "covered_vector_checks": """
         embedding_model VARCHAR NOT NULL,
         tenant VARCHAR NOT NULL,
         namespace VARCHAR NOT NULL,
         coverage_rule INTEGER NOT NULL,
+        decided_under VARCHAR NOT NULL,
         checked_at TIMESTAMP NOT NULL
     """,
     # Live entries left without a vector in an embedding model's index because their text

@@ -67,6 +67,13 @@ def coverage_signature(namespace: NamespaceSettings, settings: Settings) -> str:
     return f"rule {COVERAGE_RULE_VERSION}; {model.name}: {','.join(model.languages)}; verifier: {verifier}"
 
 
+def covered_check_signature(namespace: NamespaceSettings, settings: Settings) -> str:
+    """What decides which of a namespace's stored texts keep their vectors: its coverage
+    signature and whether it keeps languages apart (a text nothing places is exact-only then)."""
+    apart = "languages apart" if language_scoped(namespace, settings) else "languages together"
+    return f"{coverage_signature(namespace, settings)}; {apart}"
+
+
 def as_keyed(
     namespace: NamespaceSettings, embedding_model: str, verify: bool, language_in_scope: bool | None = None
 ) -> NamespaceSettings:

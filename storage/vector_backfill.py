@@ -337,6 +337,42 @@ def forget_checked(
         )
 
 
+def namespaces_to_recheck(
+    con: duckdb.DuckDBPyConnection, embedding_model: str, signatures: dict[tuple[str, str], str]
+) -> set[tuple[str, str]]:
+    """Of the (tenant, namespace) given with what decides their coverage now
+    (storage.semantic_coverage.covered_check_signature), those whose stored vectors were not
+    yet decided again under it."""
+    if not signatures:
+        return set()
+    done = con.execute(
+        "SELECT DISTINCT tenant, namespace, decided_under FROM covered_vector_checks"
+        " WHERE embedding_model = ?",
+        [embedding_model],
+    ).fetchall()
+    checked = set(done)
+    return {scope for scope, signature in signatures.items() if (*scope, signature) not in checked}
+
+
+def note_rechecked(
+    con: duckdb.DuckDBPyConnection,
+    embedding_model: str,
+    signatures: dict[tuple[str, str], str],
+    rule: int,
+    now: datetime,
+) -> None:
+    """Record that these namespaces' stored vectors were decided again under their signatures."""
+    if signatures:
+        con.executemany(
+            "INSERT INTO covered_vector_checks BY NAME SELECT ? AS embedding_model, ? AS tenant,"
+            " ? AS namespace, ? AS coverage_rule, ? AS decided_under, ? AS checked_at",
+            [
+                [embedding_model, tenant, namespace, rule, signature, now]
+                for (tenant, namespace), signature in sorted(signatures.items())
+            ],
+        )
+
+
 def live_vectors_of(
     con: duckdb.DuckDBPyConnection,
     indexed: pa.Table,

@@ -26,7 +26,14 @@ from storage.config import Settings
 from storage.exact_store import set_vector_bytes
 from storage.lance_tables import VECTOR_VALUE_BYTES
 from storage.languages import is_unplaced
-from storage.semantic_coverage import COVERAGE_RULE_VERSION, as_keyed, coverage_signature, semantic_decisions
+from storage.semantic_coverage import (
+    COVERAGE_RULE_VERSION,
+    as_keyed,
+    coverage_signature,
+    covered_check_signature,
+    language_scoped,
+    semantic_decisions,
+)
 from storage.semantic_index import SemanticIndex
 from storage.vector_backfill import (
     entries_missing_vectors,
@@ -38,8 +45,10 @@ from storage.vector_backfill import (
     keys_under_unplaced_scopes,
     live_vectors_of,
     namespaces_to_check,
+    namespaces_to_recheck,
     namespaces_unchecked,
     note_checked,
+    note_rechecked,
     note_vector_kinds,
     record_exact_only,
     with_scopes,
@@ -242,43 +251,64 @@ def _drop_vectors_now_uncovered(
     rows: list[_Keyed],
     index: SemanticIndex,
 ) -> tuple[int, int]:
-    """Once a coverage rule and namespace: the stored vectors whose text the current rule
-    gives exact matching only (rule 3: a Chinese word in an English request on MiniLM,
-    where "续订 subscription" and "取消 subscription" are one vector) are dropped and their
-    entries recorded exact-only; such text no longer searches, and must not answer others.
-    A partition keyed under an older rule stores such vectors again: it reopens the check.
-    Returns how many vectors were dropped, and how many of their entries were not recorded
+    """Once a coverage signature and tenant namespace: the stored vectors whose text the
+    namespace's settings now give exact matching only (rule 3: a Chinese word in an English
+    request on MiniLM, where "续订 subscription" and "取消 subscription" are one vector) are
+    dropped and their entries recorded exact-only; such text no longer searches, and must
+    not answer others. Decided under the settings of now, not the partition's keyed ones, so
+    a recompute of an older partition decides as a new one would; a change of settings
+    (verification turned on, languages kept apart) decides again. A partition keyed under an
+    older rule or other settings stores such vectors again: it reopens the check. Returns
+    how many vectors were dropped, and how many of their entries were not recorded
     exact-only before."""
     embedding_model = rows[0].embedding_model
-    keyed = {(row.tenant, row.namespace): row for row in rows}
-    older = {scope for scope, row in keyed.items() if not _decided_under_current_rule(row)}
+    scopes = {(row.tenant, row.namespace) for row in rows}
+    current = {
+        (tenant, name): namespace
+        for tenant, name in sorted(scopes)
+        if (namespace := settings.namespace(name, tenant)).semantic.enabled
+        and namespace.semantic.embedding_model == embedding_model
+    }
+    # A partition keyed otherwise than the settings of now (an older rule, verification then
+    # on or off, languages then together or apart) indexes by its own decisions, which may
+    # store such vectors again: it reopens the check and leaves it to a partition keyed now.
+    older = {
+        (row.tenant, row.namespace)
+        for row in rows
+        if (namespace := current.get((row.tenant, row.namespace))) is None
+        or row.decided_under != coverage_signature(namespace, settings)
+        or row.language_in_scope != language_scoped(namespace, settings)
+    }
     forget_checked(con, "covered", embedding_model, older, COVERAGE_RULE_VERSION)
-    unchecked = namespaces_unchecked(con, "covered", embedding_model, list(keyed), COVERAGE_RULE_VERSION)
+    signatures = {
+        scope: covered_check_signature(namespace, settings)
+        for scope, namespace in current.items()
+        if scope not in older
+    }
+    unchecked = namespaces_to_recheck(con, embedding_model, signatures)
     if not unchecked:
         return 0, 0
     namespaces = pl.DataFrame(
         [
-            (tenant, name, row.verify, row.language_in_scope, _signature(settings, embedding_model, row))
-            for (tenant, name), row in keyed.items()
-            if (tenant, name) in unchecked
+            (
+                tenant,
+                name,
+                current[(tenant, name)].semantic.verify,
+                coverage_signature(current[(tenant, name)], settings),
+            )
+            for tenant, name in sorted(unchecked)
         ],
         schema={
             "tenant": pl.String,
             "namespace": pl.String,
             "verify": pl.Boolean,
-            "language_in_scope": pl.Boolean,
             "decided_under": pl.String,
         },
         orient="row",
     )
-    stored = live_vectors_of(con, index.keys(with_scopes=True), namespaces, now, partition)
+    stored = live_vectors_of(con, index.keys(with_scopes=True), namespaces, now)
     if stored.height:
-        settings_of = [
-            as_keyed(settings.namespace(name, tenant), embedding_model, verify, in_scope)
-            for tenant, name, verify, in_scope in stored.select(
-                "tenant", "namespace", "verify", "language_in_scope"
-            ).iter_rows()
-        ]
+        settings_of = [current[scope] for scope in stored.select("tenant", "namespace").iter_rows()]
         reasons, _ = semantic_decisions(stored["input_text"].to_list(), settings_of, settings)
         stored = stored.with_columns(reason=pl.Series(reasons, dtype=pl.String)).filter(
             pl.col("reason").is_not_null()
@@ -289,12 +319,10 @@ def _drop_vectors_now_uncovered(
     if dropped:
         record_exact_only(con, stored, embedding_model, now)
         set_vector_bytes(con, dropped, 0)
-    note_checked(con, "covered", embedding_model, unchecked - older, COVERAGE_RULE_VERSION, now)
+    note_rechecked(
+        con, embedding_model, {scope: signatures[scope] for scope in unchecked}, COVERAGE_RULE_VERSION, now
+    )
     return len(dropped), len(set(dropped) - recorded_before)
-
-
-def _decided_under_current_rule(row: _Keyed) -> bool:
-    return row.decided_under is not None and row.decided_under.startswith(f"rule {COVERAGE_RULE_VERSION};")
 
 
 def _signature(settings: Settings, embedding_model: str, row: _Keyed) -> str:

@@ -450,3 +450,36 @@ def test_vectors_of_texts_the_current_rule_leaves_uncovered_are_dropped_once_a_r
     assert reason.startswith("text in Cjk script")
     again = store.run(P2)
     assert (again.vectors_dropped, again.entries_kept_exact_only) == (0, 0)
+
+
+def test_stored_vectors_are_decided_again_under_the_settings_of_now_by_a_partition_keyed_under_them(
+    tmp_path, now
+):
+    """On multilingual-e5-small a Chinese entry is covered while the namespace does not verify;
+    once it verifies (the verifier reads English), it is not. A recompute of the older
+    partition, keyed without verification, leaves the vector alone and records nothing; the
+    next partition keyed with verification drops it."""
+    from storage.config import load_settings, write_namespace_override
+
+    store = _Store(tmp_path, now)
+    chinese = identity("我怎么重置我的密码？", namespace="faq")
+    store.written([chinese], P1, languages=["zh"])
+    store.keyed(P1, [("tiny-llm", "How do I reset my password?")])
+    assert store.run(P1).vectors_dropped == 0  # covered without verification
+
+    def checks():
+        with open_store(tmp_path / "cache.duckdb") as con:
+            rows = con.execute("SELECT decided_under FROM covered_vector_checks").fetchall()
+        return [signature for (signature,) in rows]
+
+    [signature] = checks()
+    assert signature.startswith(f"rule 3; {E5}: ") and signature.endswith("; verifier: off; languages apart")
+    write_namespace_override(tmp_path, "faq", {"semantic": {"verify": True}})
+    store.settings = load_settings(home=tmp_path)
+    # Keyed without verification, the recompute is not the one to decide: it reopens the check.
+    assert store.run(P1).vectors_dropped == 0 and checks() == []
+    store.keyed(P2, [("tiny-llm", "How can I reset my password?")])
+    counts = store.run(P2)
+    assert (counts.vectors_dropped, counts.entries_kept_exact_only) == (1, 1)
+    assert cache_key(canonical_request(chinese)) not in store.indexed()
+    assert checks()[0].endswith("; verifier: en; languages apart")
