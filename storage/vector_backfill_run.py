@@ -133,7 +133,7 @@ def _backfill_model(
     counts: BackfillCounts,
 ) -> None:
     embedding_model = rows[0].embedding_model
-    dropped, newly_exact_only = _drop_vectors_now_uncovered(con, settings, partition, now, rows, index)
+    dropped, newly_exact_only = _drop_vectors_now_uncovered(con, settings, now, rows, index)
     counts.vectors_dropped += dropped
     counts.entries_kept_exact_only += newly_exact_only
     scoped = {(row.tenant, row.namespace): row.language_in_scope for row in rows}
@@ -246,7 +246,6 @@ def _backfill_model(
 def _drop_vectors_now_uncovered(
     con: duckdb.DuckDBPyConnection,
     settings: Settings,
-    partition: str,
     now: datetime,
     rows: list[_Keyed],
     index: SemanticIndex,
