@@ -9,7 +9,7 @@ from orchestration.quality import validate_accepted_requests
 from orchestration.resources import InferCacheResource
 from storage.exact_store import open_store, replace_partition
 from storage.keying import key_requests
-from storage.landing import landing_folder, read_landing
+from storage.landing import landing_entries, landing_folder, read_landing
 from storage.semantic_coverage import cross_language_reuse
 
 
@@ -36,8 +36,7 @@ def model_requests(context: dg.AssetExecutionContext, infercache: InferCacheReso
     partition = context.partition_key
     settings = infercache.settings()
     folder = landing_folder(infercache.locations.landing_root, partition)
-    # Hidden files (.DS_Store, .gitkeep) are not read, so they do not make a day.
-    if not folder.is_dir() or not any(not path.name.startswith(".") for path in folder.iterdir()):
+    if not landing_entries(folder):
         # A day whose files are missing is an error, not an empty day: a re-run would
         # otherwise replace the day's requests and answers with nothing.
         raise dg.Failure(

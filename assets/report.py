@@ -31,7 +31,7 @@ def cache_report(context: dg.AssetExecutionContext, infercache: InferCacheResour
     """One outcome row per request (request_outcomes), the answers as Parquet, and the figures."""
     partition = context.partition_key
     settings = infercache.settings()
-    prices = {m.name: m.price_per_device_hour for m in settings.models.values()}
+    prices = settings.prices()
     with open_store(infercache.locations.duckdb_path) as con:
         outcomes = build_outcomes(con, partition)
         report = partition_report(con, partition, prices)

@@ -55,7 +55,7 @@ def run_demo(infercache: InferCacheResource, instance: dg.DagsterInstance) -> li
     reset_demo_namespaces(infercache)
     reports = []
     settings = infercache.settings()
-    prices = {m.name: m.price_per_device_hour for m in settings.models.values()}
+    prices = settings.prices()
     job = defs().resolve_job_def(daily_partition_job.name)
     for day in DEMO_DAYS:
         started = time.perf_counter()

@@ -126,6 +126,10 @@ class Settings:
     # The dtype the verifier computes in (models.yaml: verifier.dtype), one of DTYPES.
     verifier_dtype: str = "auto"
 
+    def prices(self) -> dict[str, float]:
+        """Each registered model's price per device-hour, by name (storage.outcomes.partition_report)."""
+        return {model.name: model.price_per_device_hour for model in self.models.values()}
+
     def model(self, name: str) -> ModelSpec:
         try:
             return self.models[name]

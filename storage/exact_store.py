@@ -216,18 +216,22 @@ def set_vector_bytes(con: duckdb.DuckDBPyConnection, keys: list[bytes], vector_b
         con.unregister("sized_keys")
 
 
+def ttl_frame(ttl_by_scope: dict[tuple[str, str], int]) -> pl.DataFrame:
+    """(tenant, namespace) -> TTL seconds as rows: tenant, namespace, ttl_seconds."""
+    return pl.DataFrame(
+        [(tenant, namespace, seconds) for (tenant, namespace), seconds in ttl_by_scope.items()],
+        schema={"tenant": pl.String, "namespace": pl.String, "ttl_seconds": pl.Int64},
+        orient="row",
+    )
+
+
 def apply_ttl(con: duckdb.DuckDBPyConnection, ttl_by_scope: dict[tuple[str, str], int]) -> int:
     """Each stored entry of a (tenant, namespace) expires its TTL now after it was written:
     a TTL lowered in the configuration applies to the answers already stored (they stop
     serving), and a raised one lengthens their life. Returns how many expiries changed."""
     if not ttl_by_scope:
         return 0
-    ttl = pl.DataFrame(
-        [(tenant, namespace, seconds) for (tenant, namespace), seconds in ttl_by_scope.items()],
-        schema={"tenant": pl.String, "namespace": pl.String, "ttl_seconds": pl.Int64},
-        orient="row",
-    )
-    con.register("current_ttl", ttl)
+    con.register("current_ttl", ttl_frame(ttl_by_scope))
     try:
         rows = con.execute(
             """

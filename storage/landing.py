@@ -50,14 +50,19 @@ def landing_folder(landing_root: Path, partition: str) -> Path:
     return landing_root / partition
 
 
+def landing_entries(folder: Path) -> list[Path]:
+    """What a day's folder holds for reading, sorted (so order is stable): every file and
+    folder but hidden ones (.DS_Store, an upload tool's partial file), which are no one's
+    requests. Empty where the folder is missing."""
+    return sorted(p for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
+
+
 def read_landing(folder: Path, settings: Settings) -> LandedRows:
     """Validate every row of every landing file in `folder` (sorted, so order is stable)."""
     accepted: list[dict[str, Any]] = []
     quarantined: list[dict[str, Any]] = []
     first_seen: dict[str, str] = {}
-    # Hidden files (.DS_Store, an upload tool's partial file) are no one's requests.
-    entries = sorted(p for p in folder.iterdir() if not p.name.startswith(".")) if folder.is_dir() else []
-    for path in entries:
+    for path in landing_entries(folder):
         for row_number, raw, parsed in _rows(path):
             where = f"{path.name}:{row_number}"
             request_id = parsed.get("request_id") if isinstance(parsed, dict) else None

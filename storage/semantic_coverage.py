@@ -142,26 +142,25 @@ def replay_decisions(
     would not serve."""
     # Read as keyed (NFC), as semantic_decisions reads them: one decision a key.
     keys = list(dict.fromkeys(normalized_text(text) for text in texts))
-    wordings = keys
     reusing = {
         verified: dataclasses.replace(
             namespace, semantic=dataclasses.replace(namespace.semantic, enabled=True, verify=verified)
         )
         for verified in (False, True)
     }
-    detected = detect_languages(wordings)
+    detected = detect_languages(keys)
     # Length does not depend on verification.
-    too_long = _cut_short_by_embedding_model(wordings, [reusing[False]] * len(wordings), settings)
+    too_long = _cut_short_by_embedding_model(keys, [reusing[False]] * len(keys), settings)
     # Nor the language a scope holds (language_scoped does not depend on verification).
     scoped = language_scoped(reusing[False], settings)
     places = [
-        scope_language(wording, language) if scoped else None
-        for wording, language in zip(wordings, detected, strict=True)
+        scope_language(key, language) if scoped else None
+        for key, language in zip(keys, detected, strict=True)
     ]
     exact_only: dict[bool, set[str]] = {}
     languages: dict[bool, dict[str, str] | None] = {}
     for verified, settings_then in reusing.items():
-        reasons = _reasons(wordings, [settings_then] * len(wordings), settings, detected, too_long, places)
+        reasons = _reasons(keys, [settings_then] * len(keys), settings, detected, too_long, places)
         exact_only[verified] = {key for key, reason in zip(keys, reasons, strict=True) if reason is not None}
         languages[verified] = dict(zip(keys, places, strict=True)) if scoped else None
     return exact_only, languages

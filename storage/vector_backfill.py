@@ -205,7 +205,7 @@ def keys_scoped_otherwise(
         schema={"tenant": pl.String, "namespace": pl.String, "language_in_scope": pl.Boolean},
         orient="row",
     )
-    rows = _live_vectors(con, indexed, checked, now, before_partition)
+    rows = live_vectors_of(con, indexed, checked, now, before_partition)
     without_language = semantic_scopes_of_stored(rows["canonical_request"].to_list(), embedding_model)
     stored_without_language = rows["semantic_scope"] == pl.Series(without_language, dtype=pl.String)
     stale = rows.filter(stored_without_language == rows["language_in_scope"])
@@ -233,7 +233,7 @@ def keys_under_unplaced_scopes(
     checked = pl.DataFrame(
         sorted(namespaces), schema={"tenant": pl.String, "namespace": pl.String}, orient="row"
     )
-    rows = _live_vectors(con, indexed, checked, now, before_partition)
+    rows = live_vectors_of(con, indexed, checked, now, before_partition)
     labels = [unplaced_label(text) for text in rows["input_text"].to_list()]
     rows = rows.with_columns(label=pl.Series(labels, dtype=pl.String)).filter(pl.col("label").is_not_null())
     unplaced = semantic_scopes_of_stored(
@@ -243,12 +243,12 @@ def keys_under_unplaced_scopes(
     return [StaleVector(*row) for row in stale.select(StaleVector._fields).iter_rows()]
 
 
-def _live_vectors(
+def live_vectors_of(
     con: duckdb.DuckDBPyConnection,
     indexed: pa.Table,
     namespaces: pl.DataFrame,
     now: datetime,
-    before_partition: str | None,
+    before_partition: str | None = None,
 ) -> pl.DataFrame:
     """The vectors of `indexed` whose entries are live, in the (tenant, namespace) rows of
     `namespaces` (their other columns kept), with what StaleVector holds, the stored scope and
@@ -371,18 +371,6 @@ def note_rechecked(
                 for (tenant, namespace), signature in sorted(signatures.items())
             ],
         )
-
-
-def live_vectors_of(
-    con: duckdb.DuckDBPyConnection,
-    indexed: pa.Table,
-    namespaces: pl.DataFrame,
-    now: datetime,
-    before_partition: str | None = None,
-) -> pl.DataFrame:
-    """The live vectors of `indexed` (key, tenant, namespace, semantic_scope) in the (tenant,
-    namespace) rows of `namespaces` (their other columns kept), with the entry's text."""
-    return _live_vectors(con, indexed, namespaces, now, before_partition)
 
 
 def keys_recorded_exact_only(

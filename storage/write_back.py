@@ -12,7 +12,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
-from storage.exact_store import write_entries
+from storage.exact_store import ttl_frame, write_entries
 from storage.lance_tables import VECTOR_VALUE_BYTES
 from storage.semantic_coverage import SEMANTIC_OFF
 
@@ -69,12 +69,9 @@ def new_entries(
             .with_columns(size_bytes=pl.col("size_bytes") + pl.col("vector_bytes").fill_null(0))
             .drop("vector_bytes")
         )
-    ttl = pl.DataFrame(
-        [(tenant, namespace, seconds) for (tenant, namespace), seconds in ttl_by_scope.items()],
-        schema={"tenant": pl.String, "namespace": pl.String, "ttl_seconds": pl.Int64},
-        orient="row",
+    with_ttl = rows.join(
+        ttl_frame(ttl_by_scope), on=["tenant", "namespace"], how="left", maintain_order="left"
     )
-    with_ttl = rows.join(ttl, on=["tenant", "namespace"], how="left", maintain_order="left")
     missing = with_ttl.filter(pl.col("ttl_seconds").is_null())
     if missing.height:
         scope = missing.row(0, named=True)
