@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import tempfile
 from collections import Counter
 from collections.abc import Callable
@@ -20,7 +21,7 @@ from storage.input_length import cut_short
 from storage.keys import normalized_text
 from storage.languages import load_detector
 from storage.lookalikes import Verify, unread_pairs
-from storage.replay import ReplayStores, WrongHit, replay_workload
+from storage.replay import ReplayStores, WrongHit, replay_key, replay_workload
 from storage.semantic_coverage import (
     language_scoped,
     replay_decisions,
@@ -256,7 +257,7 @@ def calibrate(
     if source.pairs is not None:
         points, counts = _pair_points(rows, cache, embedder, verify, settings, current)
     else:
-        points, counts = _workload_points(rows, cache, embedder, verify, settings, current)
+        points, counts = _workload_points(rows, cache, embedder, verify, settings, current, tenant)
     _require_enough_evidence(source.path, points, max_wrong_rate)
     chosen = choose(points, max_wrong_rate)
     plain = choose([p for p in points if p.verify_threshold is None], max_wrong_rate)
@@ -462,7 +463,13 @@ def _pair_points(
 
 
 def _workload_points(
-    rows: list[dict], cache, embedder, verify: Verify, settings: Settings, current: NamespaceSettings
+    rows: list[dict],
+    cache,
+    embedder,
+    verify: Verify,
+    settings: Settings,
+    current: NamespaceSettings,
+    tenant: str,
 ):
     """Operating points of the workload replayed at each setting, and what was read."""
     from storage.calibration import replay_points
@@ -478,6 +485,8 @@ def _workload_points(
         verify,
         exact_only=exact_only,
         scope_languages=scope_languages,
+        # Ties ordered as `evaluate --tenant --namespace` orders them, so both count alike.
+        tie_key=functools.partial(replay_key, current.name, tenant),
     )
     counts = {
         "requests": len(rows),

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 
@@ -164,6 +165,7 @@ def replay_points(
     block_size: int | None = None,
     exact_only: dict[bool, set[str]] | None = None,
     scope_languages: dict[bool, dict[str, str] | None] | None = None,
+    tie_key: Callable[[str], object] | None = None,
 ) -> list[Operating]:
     """Every setting of the grid replayed over a workload in order, counted as `evaluate`
     counts (storage/replay.py, whose block counting it shares): the workload goes in blocks,
@@ -175,7 +177,9 @@ def replay_points(
     at settings that verify (True) or not (False): their language, their length.
     `scope_languages[verified]` maps each distinct text to the language its scope holds,
     where the pipeline keeps answers to one language at that kind of setting (no entry or
-    None: the scope holds none); rows of different languages never answer each other."""
+    None: the scope holds none); rows of different languages never answer each other.
+    Candidates of equal similarity are ordered by `tie_key` of their text (`evaluate`'s:
+    storage.replay.replay_key, the key the text is stored under), else by the text."""
     from storage.keys import normalized_text
     from storage.replay import BLOCK_SIZE
 
@@ -184,6 +188,7 @@ def replay_points(
     if len(distinct) != len(vectors):
         raise ValueError(f"{len(vectors)} vectors for {len(distinct)} distinct texts")
     row_of = {key: i for i, key in enumerate(distinct)}
+    order_of = {key: (tie_key or str)(key) for key in distinct}
     scored: dict[tuple[tuple[str, str], float], float] = {}
     faithful = per_threshold_verify(verify)
     per_threshold = faithful is not None
@@ -218,6 +223,7 @@ def replay_points(
                 block_size or BLOCK_SIZE,
                 (exact_only or {}).get(verify_threshold is not None, set()),
                 (scope_languages or {}).get(verify_threshold is not None),
+                order_of,
             )
             points.append(
                 Operating.counted(
@@ -273,11 +279,13 @@ def _replay_counts(
     verify_threshold,
     block_size,
     exact_only,
-    languages=None,
+    languages,
+    order_of: dict[str, object],
 ) -> dict:
     """One replay in blocks, the store held in memory: entries are the rows that inserted,
     searched only where their text was not given exact matching only, and (with
-    `languages`) only by rows of their language."""
+    `languages`) only by rows of their language; ties in similarity go by `order_of` of
+    the text."""
     from storage.lookalikes import External
     from storage.replay import count_block, rows_to_resolve, with_copies
     from storage.scope_search import nearest_columns
@@ -313,7 +321,7 @@ def _replay_counts(
                         distinct[entry_rows[c]],
                         float(similarities[query, c]),
                         entry_groups[c],
-                        key=distinct[entry_rows[c]],
+                        key=order_of[distinct[entry_rows[c]]],
                     )
                     for c in sorted(columns.tolist(), key=lambda c: -similarities[query, c])
                 ]
@@ -327,7 +335,7 @@ def _replay_counts(
             externals=externals,
             nearest=CANDIDATES_PER_QUERY,
             copy_of=copy_of,
-            row_keys=[block_keys[i] for i in semantic_rows],
+            row_keys=[order_of[block_keys[i]] for i in semantic_rows],
         )
         resolutions = dict(zip(semantic_rows, resolved, strict=True))
 

@@ -194,6 +194,13 @@ def _identity(namespace: str, tenant: str, text: str) -> RequestIdentity:
     return RequestIdentity(tenant, namespace, REPLAY_MODEL, "1", {}, "", text)
 
 
+def replay_key(namespace: str, tenant: str, text: str) -> bytes:
+    """The cache key a replay stores `text` under: on equal similarity, candidates are
+    ordered by it (as the look-up orders them), so an in-memory replay that means to count
+    as this one does orders its ties by it too."""
+    return cache_key(canonical_request(_identity(namespace, tenant, text)))
+
+
 @dataclass
 class _Replay:
     """What every block of one replay reads and adds to."""

@@ -193,6 +193,65 @@ def test_the_replay_counts_across_blocks_match_the_stores_replay(tmp_path):
         assert point.recall == pytest.approx(report["recall"])
 
 
+def test_entries_of_equal_similarity_are_ordered_as_the_stores_replay_orders_them(tmp_path):
+    """Two stored requests of different groups with one vector (a case or accent apart, on an
+    uncased model), then a request as near to both: which one serves it is a tie, which the
+    look-up breaks by cache key. The in-memory replay given evaluate's keys breaks it the same
+    way, so calibrate and evaluate count alike; ordered by text instead it counts otherwise
+    (the made-up verifier refuses the tied pair, so both are stored)."""
+    import dataclasses
+    import functools
+
+    from storage.config import load_settings
+    from storage.replay import replay_key
+
+    rng = np.random.default_rng(5)
+    vector_of, rows = {}, []
+    for i in range(60):
+        vector = rng.normal(size=16)
+        vector /= np.linalg.norm(vector)
+        for text, group in ((f"tied {i} first", f"{i}-a"), (f"tied {i} second", f"{i}-b")):
+            vector_of[text] = vector
+            rows.append({"text": text, "group": group})
+    for i in range(60):
+        asked = vector_of[f"tied {i} first"] + 0.05 * rng.normal(size=16)
+        vector_of[f"asked {i}"] = asked / np.linalg.norm(asked)
+        rows.append({"text": f"asked {i}", "group": f"{i}-a"})
+
+    def embed(texts):
+        return np.array([vector_of[t] for t in texts], dtype=np.float32)
+
+    def refuses_the_tied_pairs(pairs, at_least=None):
+        return np.array([0.0 if "tied" in a and "tied" in b else 1.0 for a, b in pairs], dtype=np.float32)
+
+    texts = [row["text"] for row in rows]
+    groups = [row["group"] for row in rows]
+    vectors = embed(list(dict.fromkeys(texts)))
+    default = load_settings(home=tmp_path).namespace("default")
+    semantic = dataclasses.replace(default.semantic, threshold=0.8, verify=True, verify_threshold=0.5)
+    report = replay_workload(
+        rows,
+        dataclasses.replace(default, semantic=semantic),
+        ReplayStores(tmp_path / "cache.duckdb", tmp_path / "lance"),
+        embed,
+        16,
+        refuses_the_tied_pairs,
+    )
+    (by_key,) = replay_points(
+        texts,
+        groups,
+        vectors,
+        refuses_the_tied_pairs,
+        (0.8,),
+        (0.5,),
+        tie_key=functools.partial(replay_key, "default", "evaluation"),
+    )
+    (by_text,) = replay_points(texts, groups, vectors, refuses_the_tied_pairs, (0.8,), (0.5,))
+    assert report["semantic_hits"] == 60 and 0 < report["right_semantic_hits"] < 60
+    assert (by_key.served, by_key.right) == (report["semantic_hits"], report["right_semantic_hits"])
+    assert by_text.right == 60  # "first" < "second": the text's order is another count
+
+
 def test_what_calibrate_writes_for_each_kind_of_choice(tmp_path):
     """Plain cosine turns the verifier off and leaves its threshold as it was; no choice
     turns semantic reuse off; a verified choice writes both thresholds."""
