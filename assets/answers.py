@@ -22,6 +22,7 @@ from storage.vector_backfill import (
     note_vector_kinds,
     record_exact_only,
 )
+from storage.vector_backfill_run import reopen_checks_after_write_back
 from storage.write_back import commit_entries, keys_without_live_entry, new_entries, new_exact_only_entries
 from storage.wrong_answers import blocked_within, reports_against
 
@@ -171,11 +172,12 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
         indexed, not_indexed = indexed + added, not_indexed + group.height - added
         # After the add: what this write-back evicted, what expired, and what an earlier
         # write-back that stopped between the two stores left behind.
+        wrote = set(group.select("tenant", "namespace").unique().iter_rows())
         with open_store(infercache.locations.duckdb_path) as con:
             forget_exact_only(con, group["key"].to_list(), name)
+            reopen_checks_after_write_back(con, settings, partition, name, wrote)
             if len(settings.embedding_model(name).languages) > 1:
                 # Only where this write-back indexed something.
-                wrote = set(group.select("tenant", "namespace").unique().iter_rows())
                 kinds = [kind for kind in written_kinds if kind[0] == name and (kind[1], kind[2]) in wrote]
                 note_vector_kinds(con, kinds, partition, now)
             dead = keys_without_live_entry(con, index.keys(), now)

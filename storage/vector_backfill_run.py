@@ -114,7 +114,7 @@ def index_entries_without_vectors(
     entries that have no vector their requests can find (`index_of` gives the model's
     index); entries whose text the model cannot cover are recorded exact-only instead."""
     counts = BackfillCounts()
-    keyed = [_Keyed(*row) for row in con.sql(_KEYED_REUSE_QUERY, params=[partition]).fetchall()]
+    keyed = [_Keyed._make(row) for row in con.sql(_KEYED_REUSE_QUERY, params=[partition]).fetchall()]
     for embedding_model in dict.fromkeys(row.embedding_model for row in keyed):
         rows = [row for row in keyed if row.embedding_model == embedding_model]
         _backfill_model(con, settings, partition, now, rows, index_of(embedding_model), embed, limit, counts)
@@ -261,23 +261,11 @@ def _drop_vectors_now_uncovered(
     how many vectors were dropped, and how many of their entries were not recorded
     exact-only before."""
     embedding_model = rows[0].embedding_model
-    scopes = {(row.tenant, row.namespace) for row in rows}
-    current = {
-        (tenant, name): namespace
-        for tenant, name in sorted(scopes)
-        if (namespace := settings.namespace(name, tenant)).semantic.enabled
-        and namespace.semantic.embedding_model == embedding_model
-    }
+    current = _current_namespaces(settings, embedding_model, rows)
     # A partition keyed otherwise than the settings of now (an older rule, verification then
     # on or off, languages then together or apart) indexes by its own decisions, which may
     # store such vectors again: it reopens the check and leaves it to a partition keyed now.
-    older = {
-        (row.tenant, row.namespace)
-        for row in rows
-        if (namespace := current.get((row.tenant, row.namespace))) is None
-        or row.decided_under != coverage_signature(namespace, settings)
-        or row.language_in_scope != language_scoped(namespace, settings)
-    }
+    older = _keyed_otherwise(settings, rows, current)
     forget_checked(con, "covered", embedding_model, older, COVERAGE_RULE_VERSION)
     signatures = {
         scope: covered_check_signature(namespace, settings)
@@ -322,6 +310,54 @@ def _drop_vectors_now_uncovered(
         con, embedding_model, {scope: signatures[scope] for scope in unchecked}, COVERAGE_RULE_VERSION, now
     )
     return len(dropped), len(set(dropped) - recorded_before)
+
+
+def reopen_checks_after_write_back(
+    con: duckdb.DuckDBPyConnection,
+    settings: Settings,
+    partition: str,
+    embedding_model: str,
+    wrote: set[tuple[str, str]],
+) -> None:
+    """The write-back of a partition keyed otherwise than the settings of now (a re-run of
+    one keyed before an upgrade) stores vectors its own decisions let through. A look-up of
+    a partition keyed now may have run in between (steps of two runs take turns in the
+    store's pool) and recorded the namespace's vectors decided: the checks open again for
+    the tenant namespaces it wrote, and the next partition keyed now decides them."""
+    rows = [
+        row
+        for row in map(_Keyed._make, con.sql(_KEYED_REUSE_QUERY, params=[partition]).fetchall())
+        if row.embedding_model == embedding_model and (row.tenant, row.namespace) in wrote
+    ]
+    if not rows:
+        return
+    older = _keyed_otherwise(settings, rows, _current_namespaces(settings, embedding_model, rows))
+    forget_checked(con, "covered", embedding_model, older, COVERAGE_RULE_VERSION)
+    if len(settings.embedding_model(embedding_model).languages) > 1:
+        older_rule = {(row.tenant, row.namespace) for row in rows if any(map(is_unplaced, row.languages))}
+        forget_checked(con, "unplaced", embedding_model, older_rule, COVERAGE_RULE_VERSION)
+
+
+def _current_namespaces(settings: Settings, embedding_model: str, rows: list[_Keyed]) -> dict:
+    """Of the rows' tenant namespaces, those that reuse semantically on `embedding_model`
+    now, with their settings of now."""
+    return {
+        (tenant, name): namespace
+        for tenant, name in sorted({(row.tenant, row.namespace) for row in rows})
+        if (namespace := settings.namespace(name, tenant)).semantic.enabled
+        and namespace.semantic.embedding_model == embedding_model
+    }
+
+
+def _keyed_otherwise(settings: Settings, rows: list[_Keyed], current: dict) -> set[tuple[str, str]]:
+    """The tenant namespaces of rows keyed otherwise than their settings of now."""
+    return {
+        (row.tenant, row.namespace)
+        for row in rows
+        if (namespace := current.get((row.tenant, row.namespace))) is None
+        or row.decided_under != coverage_signature(namespace, settings)
+        or row.language_in_scope != language_scoped(namespace, settings)
+    }
 
 
 def _signature(settings: Settings, embedding_model: str, row: _Keyed) -> str:

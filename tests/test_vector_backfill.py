@@ -483,3 +483,42 @@ def test_stored_vectors_are_decided_again_under_the_settings_of_now_by_a_partiti
     assert (counts.vectors_dropped, counts.entries_kept_exact_only) == (1, 1)
     assert cache_key(canonical_request(chinese)) not in store.indexed()
     assert checks()[0].endswith("; verifier: en; languages apart")
+
+
+def test_a_write_back_keyed_under_an_older_rule_reopens_the_check_a_later_look_up_recorded(tmp_path, now):
+    """Steps of two runs take turns in the store's pool: a re-run of a partition keyed under
+    rule 2 looks up (reopening the check), a partition keyed now looks up (recording it done),
+    then the re-run writes back a vector rule 2 let through. Its write-back reopens the check,
+    so the next partition keyed now drops that vector instead of keeping it for good."""
+    from storage.vector_backfill_run import reopen_checks_after_write_back
+
+    minilm = "all-MiniLM-L6-v2"
+    store = _Store(tmp_path, now, embedding_model=minilm)
+    store.written([identity("How do I reset my password?", namespace="faq")], P1)
+    older, newer, next_day = "2026-02-03", "2026-02-04", "2026-02-05"
+    store.keyed(older, [("tiny-llm", "How do I renew my subscription?")])
+    with open_store(tmp_path / "cache.duckdb") as con:  # as coverage rule 2 keyed it
+        con.execute(
+            "UPDATE model_requests SET semantic_decided_under = 'rule 2' WHERE partition = ?", [older]
+        )
+
+    def checks():
+        with open_store(tmp_path / "cache.duckdb") as con:
+            return con.execute("SELECT count(*) FROM covered_vector_checks").fetchall()[0][0]
+
+    store.run(older)
+    store.keyed(newer, [("tiny-llm", "How can I reset my password?")])
+    store.run(newer)
+    assert checks() == 1
+    renew = identity("续订 subscription", namespace="faq")
+    store.written([renew], older)  # the re-run's write-back, after the newer look-up
+    with open_store(tmp_path / "cache.duckdb") as con:
+        reopen_checks_after_write_back(con, store.settings, older, minilm, {("acme", "faq")})
+    assert checks() == 0
+    store.keyed(next_day, [("tiny-llm", "How do I change my password?")])
+    assert store.run(next_day).vectors_dropped == 1
+    assert cache_key(canonical_request(renew)) not in store.indexed() and checks() == 1
+    # A write-back of a partition keyed now leaves the check recorded.
+    with open_store(tmp_path / "cache.duckdb") as con:
+        reopen_checks_after_write_back(con, store.settings, next_day, minilm, {("acme", "faq")})
+    assert checks() == 1
