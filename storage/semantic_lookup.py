@@ -19,16 +19,24 @@ from datetime import datetime
 import duckdb
 import numpy as np
 import polars as pl
+import pyarrow as pa
 
 from storage.exact_store import committed_live_keys
 from storage.lookalikes import External, Verify, resolve_lookalikes
 from storage.semantic_index import CANDIDATES_PER_QUERY, SemanticIndex
+from storage.write_back import keys_without_live_entry
 from storage.wrong_answers import without_reported
 
 # How many neighbours a query asks the index for, of which the first CANDIDATES_PER_QUERY
 # live ones are kept: vectors of entries that expired since the last write-back, or were
-# removed without their vector, are skipped rather than let crowd out live entries.
+# removed without their vector, are skipped rather than let crowd out live entries. A query
+# whose answer was all dead vectors but for fewer than CANDIDATES_PER_QUERY asks again,
+# SEARCH_GROWTH times deeper each time, up to MAX_SEARCH_DEPTH (a day's expired
+# near-duplicates of a templated request can outnumber the first depth); past it, the dead
+# vectors met are deleted as they are read (an expired entry is deleted lazily on read).
 SEARCH_DEPTH = 4 * CANDIDATES_PER_QUERY
+SEARCH_GROWTH = 8
+MAX_SEARCH_DEPTH = 1024
 
 RESULT_SCHEMA = {
     "request_id": pl.String,
@@ -60,28 +68,53 @@ def cached_candidates(
     the last write-back would otherwise take the place of a live entry further down.
     External.ref is (key, answer_json).
     """
-    neighbours = index.search(
-        requests["semantic_scope"].to_list(), vectors, before_partition=before_partition, limit=SEARCH_DEPTH
-    )
-    live = committed_live_keys(con, [n.key for n in neighbours], now, before_partition=before_partition)
-    entries = {row["key"]: row for row in live.iter_rows(named=True)}
+    scopes = requests["semantic_scope"].to_list()
     contexts = [_context(c) for c in requests["canonical_request"].to_list()]
     found: list[list[External]] = [[] for _ in range(requests.height)]
-    for neighbour in sorted(neighbours, key=lambda n: (n.query_row, -n.similarity, n.key)):
-        entry = entries.get(neighbour.key)
-        if entry is None:
-            continue  # a vector whose entry is not committed (or expired) is never served
-        if _context(entry["canonical_request"]) != contexts[neighbour.query_row]:
-            continue
-        if len(found[neighbour.query_row]) < CANDIDATES_PER_QUERY:
-            found[neighbour.query_row].append(
-                External(
-                    entry["input_text"],
-                    neighbour.similarity,
-                    (entry["key"], entry["answer_json"]),
-                    key=entry["key"],
+    rows, depth = list(range(requests.height)), SEARCH_DEPTH
+    while rows:
+        neighbours = index.search(
+            [scopes[r] for r in rows], vectors[rows], before_partition=before_partition, limit=depth
+        )
+        live = committed_live_keys(con, [n.key for n in neighbours], now, before_partition=before_partition)
+        entries = {row["key"]: row for row in live.iter_rows(named=True)}
+        returned = [0] * len(rows)
+        for neighbour in sorted(neighbours, key=lambda n: (n.query_row, -n.similarity, n.key)):
+            returned[neighbour.query_row] += 1
+            row = rows[neighbour.query_row]
+            entry = entries.get(neighbour.key)
+            if entry is None:
+                continue  # a vector whose entry is not committed (or expired) is never served
+            if _context(entry["canonical_request"]) != contexts[row]:
+                continue
+            if len(found[row]) < CANDIDATES_PER_QUERY:
+                found[row].append(
+                    External(
+                        entry["input_text"],
+                        neighbour.similarity,
+                        (entry["key"], entry["answer_json"]),
+                        key=entry["key"],
+                    )
                 )
-            )
+        # Rows short of candidates whose every returned place was taken: the scope may hold
+        # live entries further down. They are searched again from the top, deeper.
+        short = [
+            i for i, row in enumerate(rows) if len(found[row]) < CANDIDATES_PER_QUERY and returned[i] == depth
+        ]
+        if not short:
+            break
+        if depth >= MAX_SEARCH_DEPTH:
+            # Still short at the deepest search: the dead vectors it met (their entries gone
+            # or expired, not merely of a later partition) are deleted as they are read, and
+            # the short rows search again; where none was dead, what is left is not live here.
+            met = pa.table({"key": pa.array([n.key for n in neighbours], pa.binary())})
+            dead = keys_without_live_entry(con, met, now)
+            if not dead:
+                break
+            index.delete_keys(dead)
+        rows, depth = [rows[i] for i in short], min(depth * SEARCH_GROWTH, MAX_SEARCH_DEPTH)
+        for row in rows:
+            found[row] = []
     return found
 
 
