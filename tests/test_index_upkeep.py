@@ -146,6 +146,36 @@ def test_the_ann_path_reports_exact_cosines_before_and_after_the_index_is_refres
     by_key[b"new"] = stored[0]
     assert largest_error() < 1e-5  # one row not yet indexed
 
+    assert index.search([scope], queries[:1], limit=0) == []  # as the exact path answers it
+    # A scope that grows past the ANN size is seen as large at the table's next version.
+    assert index._large_scopes(["b" * 64]) == []
+    grown = rows.with_columns(key=pl.Series([b"g" + k for k in keys]), semantic_scope=pl.lit("b" * 64))
+    index.add(grown, stored, None)
+    assert index._large_scopes(["b" * 64, scope]) == ["b" * 64, scope]
+
+
+def test_a_namespace_is_cleared_whatever_its_tenant_is_called(tmp_path):
+    """Names are never put into a vector-store filter: a tenant called "o'brien", "acme,inc"
+    or "日本" is cleared like any other, and only its namespace."""
+    index = SemanticIndex(tmp_path / "lance", "m", DIMENSION)
+    tenants = ["o'brien", "acme,inc", "100%", "日本", "x' OR '1'='1", "plain"]
+    rows = pl.DataFrame(
+        {
+            "key": [f"{t}|{n}".encode() for t in tenants for n in ("faq", "other")],
+            "semantic_scope": "a" * 64,
+            "tenant": [t for t in tenants for _ in range(2)],
+            "namespace": ["faq", "other"] * len(tenants),
+            "model": "m",
+            "model_version": "1",
+        },
+        schema_overrides={"key": pl.Binary},
+    )
+    index.add(rows, _unit(np.ones((rows.height, DIMENSION))), None)
+    for tenant in tenants[:-1]:
+        index.delete_namespace(tenant, "faq")
+    left = sorted(index.keys()["key"].to_pylist())
+    assert left == sorted([f"{t}|other".encode() for t in tenants] + [b"plain|faq"])
+
 
 def test_the_scope_index_takes_in_rows_added_after_it_was_built(tmp_path, monkeypatch):
     monkeypatch.setattr(semantic_index, "SCOPE_INDEX_MIN_ROWS", 300)
