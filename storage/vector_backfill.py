@@ -25,6 +25,7 @@ import duckdb
 import polars as pl
 import pyarrow as pa
 
+from storage.exact_store import transaction
 from storage.keys import semantic_scopes_of_stored
 from storage.languages import unplaced_label
 
@@ -361,16 +362,26 @@ def note_rechecked(
     rule: int,
     now: datetime,
 ) -> None:
-    """Record that these namespaces' stored vectors were decided again under their signatures."""
+    """Record that these namespaces' stored vectors were decided again under their signatures,
+    in place of what was recorded before: vectors indexed under other settings since an
+    earlier check (verification off for a while, then on again) may not pass it, so a return
+    to those settings decides again."""
     if signatures:
-        con.executemany(
-            "INSERT INTO covered_vector_checks BY NAME SELECT ? AS embedding_model, ? AS tenant,"
-            " ? AS namespace, ? AS coverage_rule, ? AS decided_under, ? AS checked_at",
-            [
-                [embedding_model, tenant, namespace, rule, signature, now]
-                for (tenant, namespace), signature in sorted(signatures.items())
-            ],
-        )
+        rows = [
+            [embedding_model, tenant, namespace, rule, signature, now]
+            for (tenant, namespace), signature in sorted(signatures.items())
+        ]
+        with transaction(con):
+            con.executemany(
+                "DELETE FROM covered_vector_checks"
+                " WHERE embedding_model = ? AND tenant = ? AND namespace = ?",
+                [row[:3] for row in rows],
+            )
+            con.executemany(
+                "INSERT INTO covered_vector_checks BY NAME SELECT ? AS embedding_model, ? AS tenant,"
+                " ? AS namespace, ? AS coverage_rule, ? AS decided_under, ? AS checked_at",
+                rows,
+            )
 
 
 def keys_recorded_exact_only(

@@ -522,3 +522,34 @@ def test_a_write_back_keyed_under_an_older_rule_reopens_the_check_a_later_look_u
     with open_store(tmp_path / "cache.duckdb") as con:
         reopen_checks_after_write_back(con, store.settings, next_day, minilm, {("acme", "faq")})
     assert checks() == 1
+
+
+def test_a_return_to_earlier_settings_decides_the_stored_vectors_again(tmp_path, now):
+    """Verification on, then off for a day (a calibration chose plain cosine) while a Chinese
+    entry was indexed, then on again: the check recorded under verification the first time
+    no longer holds, and the Chinese vector is dropped (a review found it kept; its nearest
+    English request then had the verifier read Chinese)."""
+    from storage.config import load_settings, write_namespace_override
+
+    store = _Store(tmp_path, now)
+
+    def verifying(on):
+        write_namespace_override(tmp_path, "faq", {"semantic": {"verify": on}})
+        store.settings = load_settings(home=tmp_path)
+
+    verifying(True)
+    store.keyed(P1, [("tiny-llm", "How do I reset my password?")])
+    store.run(P1)
+    verifying(False)
+    store.keyed(P2, [("tiny-llm", "How can I reset my password?")])
+    assert store.run(P2).vectors_dropped == 0
+    chinese = identity("我怎么重置我的密码？", namespace="faq")
+    store.written([chinese], P2, languages=["zh"])  # covered without verification
+    verifying(True)
+    store.keyed("2026-02-03", [("tiny-llm", "Reset my password")])
+    counts = store.run("2026-02-03")
+    assert (counts.vectors_dropped, counts.entries_kept_exact_only) == (1, 1)
+    assert cache_key(canonical_request(chinese)) not in store.indexed()
+    with open_store(tmp_path / "cache.duckdb") as con:
+        [(signature,)] = con.execute("SELECT decided_under FROM covered_vector_checks").fetchall()
+    assert signature.endswith("; verifier: en; languages apart")
