@@ -127,6 +127,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         args.max_wrong_rate,
         args.limit,
         StoreLocations(home).lance_folder,
+        enable_semantic=args.enable_semantic,
     )
     report["warnings"] = warnings
     if args.json:
@@ -327,6 +328,11 @@ def main(argv: list[str] | None = None) -> int:
         "--max-wrong-rate", type=_wrong_rate, default=0.01, help="wrong hits / semantic hits allowed"
     )
     calibrate.add_argument("--limit", type=_positive, default=None, help="use the first K pairs or rows")
+    calibrate.add_argument(
+        "--enable-semantic",
+        action="store_true",
+        help="calibrate a namespace whose settings keep semantic reuse off (a chosen setting turns it on)",
+    )
     calibrate.add_argument("--json", action="store_true", help="print one JSON document on stdout")
     calibrate.set_defaults(handler=_calibrate)
     report = commands.add_parser(

@@ -200,13 +200,16 @@ class CalibrationSource:
         return self.pairs or self.workload
 
 
+NO_SETTING_MET = "no setting met the target"
+
+
 def calibrated_settings(chosen: Operating | None, record: dict) -> dict:
     """What calibrate writes into the namespace's settings for its choice (None: no setting
     met the target, so semantic reuse goes off), with `record` saying how it was chosen."""
     if chosen is None:
         return {
             "semantic": {"enabled": False},
-            "calibration": {**record, "result": "no setting met the target"},
+            "calibration": {**record, "result": NO_SETTING_MET},
         }
     semantic = {"enabled": True, "threshold": chosen.threshold, "verify": chosen.verify_threshold is not None}
     if chosen.verify_threshold is not None:
@@ -227,8 +230,11 @@ def calibrate(
     max_wrong_rate: float,
     limit: int | None,
     lance_folder: Path,
+    enable_semantic: bool = False,
 ) -> dict:
-    """Pick and write the namespace's semantic settings; returns the choice and its curves."""
+    """Pick and write the namespace's semantic settings; returns the choice and its curves.
+    A namespace whose settings keep semantic reuse off is calibrated only with
+    `enable_semantic` (a choice turns it on), unless a calibration turned it off."""
     from datetime import UTC, datetime
 
     from storage.calibration import SMALLEST_WRONG_RATE, choose, curve, minimum_served
@@ -243,6 +249,13 @@ def calibrate(
         raise ValueError(f"--limit must be a positive number of pairs or rows, got {limit}")
     override_path(home)  # a home that would overwrite tracked settings fails before any work
     current = settings.namespace(namespace, tenant)
+    turned_off_by_calibration = settings.calibration_record(namespace, tenant).get("result") == NO_SETTING_MET
+    if not (current.semantic.enabled or enable_semantic or turned_off_by_calibration):
+        raise ConfigError(
+            f"semantic reuse is off in namespace {namespace!r} for tenant {tenant!r} by its settings "
+            "(a task that cannot tolerate a reused answer, say); a calibration that finds a setting "
+            "turns it on: give --enable-semantic to do that, or leave the namespace as it is"
+        )
     model = current.semantic.embedding_model
     spec = settings.embedding_model(model)
     # The file is read whole before any model loads: a bad row fails in a second, not a minute.

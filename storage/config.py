@@ -147,6 +147,13 @@ class Settings:
                 f"unknown embedding model {name!r}: known embedding models are {known}"
             ) from None
 
+    def calibration_record(self, name: str, tenant: str | None = None) -> dict[str, Any]:
+        """What the namespace's latest calibration wrote about itself (empty: none did)."""
+        merged = _deep_merge(self.namespace_defaults, self.namespace_overrides.get(name, {}))
+        if tenant is not None:
+            merged = _deep_merge(merged, self.tenant_overrides.get(tenant, {}).get(name, {}))
+        return dict(merged.get("calibration") or {})
+
     def namespace(self, name: str, tenant: str | None = None) -> NamespaceSettings:
         """Defaults, then the namespace's overrides, then the tenant's own for that namespace."""
         merged = _deep_merge(self.namespace_defaults, self.namespace_overrides.get(name, {}))

@@ -324,6 +324,48 @@ def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path)
     assert load_settings(home=tmp_path).namespace("faq", "acme").semantic == tuned
 
 
+def test_calibrate_leaves_semantic_reuse_off_where_the_settings_keep_it_off(tmp_path):
+    """demo-contracts keeps semantic reuse off (legal wording): calibrating it is refused
+    before any file is read unless --enable-semantic says to turn it on. A namespace a
+    calibration turned off (no setting met the target) is calibrated again without it."""
+    from orchestration.evaluation import NO_SETTING_MET
+    from storage.config import load_settings, write_namespace_override
+
+    pairs = tmp_path / "p.jsonl"
+    rows = [
+        {
+            "a": f"How do I reset password number {i}?",
+            "b": f"How can I reset password number {i}?",
+            "duplicate": True,
+        }
+        for i in range(30)
+    ] + [
+        {"a": f"What is the fee for plan {i}?", "b": f"How do I open account {i}?", "duplicate": False}
+        for i in range(30)
+    ]
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    args = ["calibrate", "--pairs", str(pairs), "--tenant", "acme", "--max-wrong-rate", "0.05"]
+    status, _, said = _main(tmp_path, *args, "--namespace", "demo-contracts", "--json")
+    assert status == 2 and "semantic reuse is off in namespace 'demo-contracts' for tenant 'acme'" in said
+    assert "give --enable-semantic" in said and "Traceback" not in said
+    assert not load_settings(home=tmp_path).namespace("demo-contracts", "acme").semantic.enabled
+    turned_on = _cli(tmp_path, *args, "--namespace", "demo-contracts", "--enable-semantic")
+    assert (
+        turned_on["semantic_enabled"]
+        and load_settings(home=tmp_path).namespace("demo-contracts", "acme").semantic.enabled
+    )
+    write_namespace_override(
+        tmp_path,
+        "faq",
+        {"semantic": {"enabled": False}, "calibration": {"result": NO_SETTING_MET}},
+        tenant="acme",
+    )
+    again = _cli(tmp_path, *args, "--namespace", "faq")
+    assert (
+        again["semantic_enabled"] and load_settings(home=tmp_path).namespace("faq", "acme").semantic.enabled
+    )
+
+
 def test_calibrate_from_a_workload_replays_it_and_writes_what_it_chose(tmp_path):
     asks = [f"How do I reset the password of account number {i}?" for i in range(30)]
     rewordings = [f"How can I reset the password for account number {i}?" for i in range(30)]
