@@ -264,8 +264,8 @@ def test_evaluate_refuses_a_negative_count_of_wrong_hits(capsys):
     assert "expected a whole number of 0 or more, not '²'" in capsys.readouterr().err
 
 
-def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path):
-    pairs = tmp_path / "p.jsonl"
+def _rewordings_and_strangers() -> list[dict]:
+    """30 pairs of rewordings and 30 of unrelated questions."""
     rows = [
         {
             "a": f"How do I reset password number {i}?",
@@ -274,10 +274,15 @@ def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path)
         }
         for i in range(30)
     ]
-    rows += [
+    return rows + [
         {"a": f"What is the fee for plan {i}?", "b": f"How do I open account {i}?", "duplicate": False}
         for i in range(30)
     ]
+
+
+def test_calibrate_writes_the_namespace_settings_and_reuses_embeddings(tmp_path):
+    pairs = tmp_path / "p.jsonl"
+    rows = _rewordings_and_strangers()
     # Text the embedding model does not read is never served semantically: a miss at every setting.
     # (Two wordings that differ by a question mark: plain cosine would serve them at any threshold.)
     rows.append({"a": "我怎么重置密码？", "b": "我怎么重置密码?", "duplicate": True})
@@ -332,18 +337,7 @@ def test_calibrate_leaves_semantic_reuse_off_where_the_settings_keep_it_off(tmp_
     from storage.config import load_settings, write_namespace_override
 
     pairs = tmp_path / "p.jsonl"
-    rows = [
-        {
-            "a": f"How do I reset password number {i}?",
-            "b": f"How can I reset password number {i}?",
-            "duplicate": True,
-        }
-        for i in range(30)
-    ] + [
-        {"a": f"What is the fee for plan {i}?", "b": f"How do I open account {i}?", "duplicate": False}
-        for i in range(30)
-    ]
-    pairs.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    pairs.write_text("".join(json.dumps(r) + "\n" for r in _rewordings_and_strangers()))
     args = ["calibrate", "--pairs", str(pairs), "--tenant", "acme", "--max-wrong-rate", "0.05"]
     status, _, said = _main(tmp_path, *args, "--namespace", "demo-contracts", "--json")
     assert status == 2 and "semantic reuse is off in namespace 'demo-contracts' for tenant 'acme'" in said
