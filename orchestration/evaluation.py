@@ -16,7 +16,7 @@ from inference.pair_conflicts import assess, reason_kind
 from inference.pair_data import LabelledFileError, read_pairs, read_workload
 from inference.pair_verifier import UNREAD_PAIR, VERIFIER_BASE_MODEL, load_verifier
 from storage.calibration import VERIFY_GRID, Operating, per_threshold_verify
-from storage.config import ConfigError, NamespaceSettings, Settings
+from storage.config import NO_SETTING_MET, ConfigError, NamespaceSettings, Settings
 from storage.input_length import cut_short
 from storage.keys import normalized_text
 from storage.languages import load_detector
@@ -200,9 +200,6 @@ class CalibrationSource:
         return self.pairs or self.workload
 
 
-NO_SETTING_MET = "no setting met the target"
-
-
 def calibrated_settings(chosen: Operating | None, record: dict) -> dict:
     """What calibrate writes into the namespace's settings for its choice (None: no setting
     met the target, so semantic reuse goes off), with `record` saying how it was chosen."""
@@ -249,8 +246,7 @@ def calibrate(
         raise ValueError(f"--limit must be a positive number of pairs or rows, got {limit}")
     override_path(home)  # a home that would overwrite tracked settings fails before any work
     current = settings.namespace(namespace, tenant)
-    turned_off_by_calibration = settings.calibration_record(namespace, tenant).get("result") == NO_SETTING_MET
-    if not (current.semantic.enabled or enable_semantic or turned_off_by_calibration):
+    if not (enable_semantic or settings.reuse_on_apart_from_calibration(namespace, tenant)):
         raise ConfigError(
             f"semantic reuse is off in namespace {namespace!r} for tenant {tenant!r} by its settings "
             "(a task that cannot tolerate a reused answer, say); a calibration that finds a setting "

@@ -18,6 +18,9 @@ from storage.safe_files import exclusive_lock, replace_file
 
 DEFAULT_CONFIG_DIR = Path(__file__).resolve().parents[1] / "config"
 MODELS_FILE = "models.yaml"
+# The `calibration.result` calibrate records where no setting met its target (it then turns
+# semantic reuse off).
+NO_SETTING_MET = "no setting met the target"
 NAMESPACES_FILE = "namespaces.yaml"
 BACKENDS = ("zero_shot_classifier", "causal_lm")
 EVICTION_POLICIES = ("lru", "lfu")
@@ -121,6 +124,8 @@ class Settings:
     namespace_defaults: dict[str, Any]
     namespace_overrides: dict[str, dict[str, Any]] = field(default_factory=dict)
     tenant_overrides: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    # The tracked file's own tenant settings, before the commands' overrides under the home.
+    tracked_tenant_overrides: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     # Languages the shipped pair verifier was trained on (models.yaml: verifier.languages).
     verifier_languages: tuple[str, ...] = ("en",)
     # The dtype the verifier computes in (models.yaml: verifier.dtype), one of DTYPES.
@@ -147,12 +152,22 @@ class Settings:
                 f"unknown embedding model {name!r}: known embedding models are {known}"
             ) from None
 
-    def calibration_record(self, name: str, tenant: str | None = None) -> dict[str, Any]:
-        """What the namespace's latest calibration wrote about itself (empty: none did)."""
+    def reuse_on_apart_from_calibration(self, name: str, tenant: str) -> bool:
+        """Whether the tenant's namespace reuses semantically by its settings, leaving out an
+        off that the tenant's latest calibration wrote under the home (no setting met its
+        target): calibrate may turn on again what a calibration turned off, never what the
+        settings keep off."""
+        merged = self.tenant_overrides.get(tenant, {}).get(name, {})
+        if (merged.get("calibration") or {}).get("result") != NO_SETTING_MET:
+            return self.namespace(name, tenant).semantic.enabled
+        own = copy.deepcopy(merged)
+        tracked = self.tracked_tenant_overrides.get(tenant, {}).get(name, {}).get("semantic") or {}
+        semantic = own.get("semantic") or {}
+        semantic.pop("enabled", None)
+        if "enabled" in tracked:
+            semantic["enabled"] = tracked["enabled"]
         merged = _deep_merge(self.namespace_defaults, self.namespace_overrides.get(name, {}))
-        if tenant is not None:
-            merged = _deep_merge(merged, self.tenant_overrides.get(tenant, {}).get(name, {}))
-        return dict(merged.get("calibration") or {})
+        return _namespace_settings(name, _deep_merge(merged, own)).semantic.enabled
 
     def namespace(self, name: str, tenant: str | None = None) -> NamespaceSettings:
         """Defaults, then the namespace's overrides, then the tenant's own for that namespace."""
@@ -168,6 +183,7 @@ def load_settings(config_dir: Path | None = None, home: Path | None = None) -> S
     models_doc = _read_yaml(config_dir / MODELS_FILE)
     namespaces_doc = _read_yaml(config_dir / NAMESPACES_FILE)
     defaults, overrides, tenants = _namespace_sections(namespaces_doc, config_dir / NAMESPACES_FILE)
+    tracked_tenants = copy.deepcopy(tenants)
     if home is not None:
         local_path = home / "config" / NAMESPACES_FILE
         local_defaults, local_overrides, local_tenants = _namespace_sections(
@@ -183,6 +199,7 @@ def load_settings(config_dir: Path | None = None, home: Path | None = None) -> S
         namespace_defaults=defaults,
         namespace_overrides=overrides,
         tenant_overrides=tenants,
+        tracked_tenant_overrides=tracked_tenants,
         verifier_languages=tuple((models_doc.get("verifier") or {}).get("languages") or ("en",)),
         verifier_dtype=_dtype(models_doc.get("verifier") or {}, "verifier.dtype"),
     )

@@ -125,6 +125,18 @@ class SemanticIndex:
         columns = ["key", "tenant", "namespace", "semantic_scope"] if with_scopes else ["key"]
         return self._table.search().select(columns).limit(None).to_arrow()
 
+    def keys_in_scopes(self, scopes: list[str]) -> pa.Table:
+        """The keys (column `key`) of every vector in these scopes, whatever its partition."""
+        parts = [
+            self._table.search()
+            .where(self._scope_filter(scopes[start : start + SCOPES_PER_READ], None))
+            .select(["key"])
+            .limit(None)
+            .to_arrow()
+            for start in range(0, len(scopes), SCOPES_PER_READ)
+        ]
+        return pa.concat_tables(parts) if parts else pa.table({"key": pa.array([], pa.binary())})
+
     def _maintain_indices(self) -> None:
         """Build indices once the table is large enough for them to pay, and refresh them
         when a tenth of the rows is not yet in one of them: optimize folds new rows into
@@ -213,7 +225,7 @@ class SemanticIndex:
             .distance_type("cosine")
             .where(condition, prefilter=True)
             .limit(limit)
-            .ef(ANN_EF)
+            .ef(max(ANN_EF, limit))  # the HNSW search refuses an ef under the limit
             .select(["key", "vector"])
             .to_arrow()
         )

@@ -19,7 +19,6 @@ from datetime import datetime
 import duckdb
 import numpy as np
 import polars as pl
-import pyarrow as pa
 
 from storage.exact_store import committed_live_keys
 from storage.lookalikes import External, Verify, resolve_lookalikes
@@ -29,11 +28,12 @@ from storage.wrong_answers import without_reported
 
 # How many neighbours a query asks the index for, of which the first CANDIDATES_PER_QUERY
 # live ones are kept: vectors of entries that expired since the last write-back, or were
-# removed without their vector, are skipped rather than let crowd out live entries. A query
-# whose answer was all dead vectors but for fewer than CANDIDATES_PER_QUERY asks again,
-# SEARCH_GROWTH times deeper each time, up to MAX_SEARCH_DEPTH (a day's expired
-# near-duplicates of a templated request can outnumber the first depth); past it, the dead
-# vectors met are deleted as they are read (an expired entry is deleted lazily on read).
+# removed without their vector, are skipped rather than let crowd out live entries. Where
+# such vectors fill every place of a request left short of live ones, its scope's dead
+# vectors are deleted there and then (an expired entry is deleted lazily, on read: the
+# write-back would delete them after the look-up) and it searches again; where what fills
+# them is not dead (entries a later partition rewrote, during a recompute of an older one),
+# it searches SEARCH_GROWTH times deeper, up to MAX_SEARCH_DEPTH.
 SEARCH_DEPTH = 4 * CANDIDATES_PER_QUERY
 SEARCH_GROWTH = 8
 MAX_SEARCH_DEPTH = 1024
@@ -71,7 +71,7 @@ def cached_candidates(
     scopes = requests["semantic_scope"].to_list()
     contexts = [_context(c) for c in requests["canonical_request"].to_list()]
     found: list[list[External]] = [[] for _ in range(requests.height)]
-    rows, depth = list(range(requests.height)), SEARCH_DEPTH
+    rows, depth, swept = list(range(requests.height)), SEARCH_DEPTH, False
     while rows:
         neighbours = index.search(
             [scopes[r] for r in rows], vectors[rows], before_partition=before_partition, limit=depth
@@ -97,22 +97,21 @@ def cached_candidates(
                     )
                 )
         # Rows short of candidates whose every returned place was taken: the scope may hold
-        # live entries further down. They are searched again from the top, deeper.
+        # live entries further down. Their scopes' dead vectors are deleted once and they
+        # search again; after that, deeper, up to the limit.
         short = [
             i for i, row in enumerate(rows) if len(found[row]) < CANDIDATES_PER_QUERY and returned[i] == depth
         ]
-        if not short:
+        if not short or (swept and depth >= MAX_SEARCH_DEPTH):
             break
-        if depth >= MAX_SEARCH_DEPTH:
-            # Still short at the deepest search: the dead vectors it met (their entries gone
-            # or expired, not merely of a later partition) are deleted as they are read, and
-            # the short rows search again; where none was dead, what is left is not live here.
-            met = pa.table({"key": pa.array([n.key for n in neighbours], pa.binary())})
-            dead = keys_without_live_entry(con, met, now)
-            if not dead:
-                break
-            index.delete_keys(dead)
-        rows, depth = [rows[i] for i in short], min(depth * SEARCH_GROWTH, MAX_SEARCH_DEPTH)
+        rows = [rows[i] for i in short]
+        if swept:
+            depth = min(depth * SEARCH_GROWTH, MAX_SEARCH_DEPTH)
+        else:
+            index.delete_keys(
+                keys_without_live_entry(con, index.keys_in_scopes(sorted({scopes[r] for r in rows})), now)
+            )
+            swept = True
         for row in rows:
             found[row] = []
     return found

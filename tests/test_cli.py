@@ -333,8 +333,7 @@ def test_calibrate_leaves_semantic_reuse_off_where_the_settings_keep_it_off(tmp_
     """demo-contracts keeps semantic reuse off (legal wording): calibrating it is refused
     before any file is read unless --enable-semantic says to turn it on. A namespace a
     calibration turned off (no setting met the target) is calibrated again without it."""
-    from orchestration.evaluation import NO_SETTING_MET
-    from storage.config import load_settings, write_namespace_override
+    from storage.config import NO_SETTING_MET, load_settings, write_namespace_override
 
     pairs = tmp_path / "p.jsonl"
     pairs.write_text("".join(json.dumps(r) + "\n" for r in _rewordings_and_strangers()))

@@ -1,10 +1,11 @@
 """The registry and namespace settings, with overrides written under INFERCACHE_HOME."""
 
+import shutil
 from pathlib import Path
 
 import pytest
 
-from storage.config import ConfigError, load_settings, write_namespace_override
+from storage.config import DEFAULT_CONFIG_DIR, ConfigError, load_settings, write_namespace_override
 
 
 def test_defaults_apply_to_unlisted_namespaces(settings):
@@ -233,3 +234,29 @@ def test_capacity_limits_are_read_as_given(tmp_path):
     write_namespace_override(tmp_path, "legal", {"capacity": {"max_entries": 500, "max_bytes": None}})
     ns = load_settings(home=tmp_path).namespace("legal")
     assert (ns.max_entries, ns.max_bytes) == (500, None)
+
+
+def test_calibrate_may_turn_on_again_only_what_a_calibration_turned_off(tmp_path):
+    """An off written by a calibration that found no setting is left out; an off the settings
+    give (the tracked demo-contracts, a namespace an operator turned off after, the tracked
+    file's own tenant setting) stands."""
+    from storage.config import NO_SETTING_MET, write_namespace_override
+
+    found_none = {"semantic": {"enabled": False}, "calibration": {"result": NO_SETTING_MET}}
+    write_namespace_override(tmp_path, "faq", found_none, tenant="acme")
+    write_namespace_override(tmp_path, "demo-contracts", found_none, tenant="acme")
+    settings = load_settings(home=tmp_path)
+    assert not settings.namespace("faq", "acme").semantic.enabled
+    assert settings.reuse_on_apart_from_calibration("faq", "acme")
+    assert not settings.reuse_on_apart_from_calibration("demo-contracts", "acme")
+    assert settings.reuse_on_apart_from_calibration("faq", "globex")  # no calibration of its own
+    write_namespace_override(tmp_path, "faq", {"semantic": {"enabled": False}})  # for every tenant
+    assert not load_settings(home=tmp_path).reuse_on_apart_from_calibration("faq", "acme")
+    tracked = tmp_path / "tracked"
+    shutil.copytree(DEFAULT_CONFIG_DIR, tracked)
+    with (tracked / "namespaces.yaml").open("a") as file:
+        file.write("tenants:\n  initech:\n    demo-faq-answers:\n      semantic:\n        enabled: false\n")
+    write_namespace_override(tmp_path, "demo-faq-answers", found_none, tenant="initech")
+    assert not load_settings(tracked, home=tmp_path).reuse_on_apart_from_calibration(
+        "demo-faq-answers", "initech"
+    )

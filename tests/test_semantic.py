@@ -159,16 +159,14 @@ def test_batched_search_answers_each_query_in_its_own_scope(stores, minilm, now)
     assert isinstance(found, pl.DataFrame)
 
 
-@pytest.mark.parametrize("dead", [40, 300])
-def test_expired_near_duplicates_never_crowd_out_a_live_entry(tmp_path, now, monkeypatch, dead):
-    """A day's expired near-duplicates of a templated request, still indexed until the next
-    write-back, lie nearer a request than the live entry that should serve it: more of them
-    than the first search depth are searched past (40), and past the deepest search (lowered
-    to 128 here) the dead vectors met are deleted as they are read and the search goes on
-    (300). Made-up unit vectors: what matters is their order, not the model."""
-    import storage.semantic_lookup as semantic_lookup
-
-    monkeypatch.setattr(semantic_lookup, "MAX_SEARCH_DEPTH", 128)
+@pytest.mark.parametrize("crowd", ["expired", "rewritten later"])
+def test_vectors_that_cannot_serve_never_crowd_out_a_live_entry(tmp_path, now, crowd):
+    """300 vectors lie nearer the request than the live entry that should serve it, more than
+    the search's first depth. Expired entries' (a day's near-duplicates of a templated request,
+    indexed until the next write-back): the look-up deletes its scope's dead vectors and
+    searches again. Entries a later partition wrote again (a recompute of an older day cannot
+    see them, yet they are live): it searches deeper and deletes nothing. Made-up unit
+    vectors: what matters is their order, not the model."""
     rng = np.random.default_rng(7)
     asked = rng.normal(size=384)
     asked /= np.linalg.norm(asked)
@@ -179,18 +177,28 @@ def test_expired_near_duplicates_never_crowd_out_a_live_entry(tmp_path, now, mon
         other /= np.linalg.norm(other)
         return cosine * asked + np.sqrt(1 - cosine**2) * other
 
-    expired = [identity(f"order status question {i}") for i in range(dead)]
+    crowding = [identity(f"order status question {i}") for i in range(300)]
     live = identity("where is my order")
     index = SemanticIndex(tmp_path / "lance", EMBEDDER, 384)
     with open_store(tmp_path / "cache.duckdb") as con:
-        write_entries(con, entry_rows(expired, ['{"old":1}'] * dead, now - timedelta(days=2), ttl_seconds=60))
+        if crowd == "expired":
+            entries = entry_rows(crowding, ['{"old":1}'] * 300, now - timedelta(days=2), ttl_seconds=60)
+        else:
+            entries = entry_rows(crowding, ['{"new":1}'] * 300, now, partition="2026-01-09")
+        write_entries(con, entries)
         write_entries(con, entry_rows([live], ['{"a":1}'], now))
-        vectors = np.array([at_cosine(0.99) for _ in expired] + [at_cosine(0.93)], dtype=np.float32)
-        index.add(request_rows([*expired, live]), vectors, partition=None)
+        vectors = np.array([at_cosine(0.99) for _ in crowding] + [at_cosine(0.93)], dtype=np.float32)
+        index.add(request_rows([*crowding, live]), vectors, partition=None)
         rows = request_rows([identity("where's my order?")], threshold=0.9)
-        found = lookup_semantic(con, index, rows, asked[None, :].astype(np.float32), now, verify=None)
+        found = lookup_semantic(
+            con,
+            index,
+            rows,
+            asked[None, :].astype(np.float32),
+            now,
+            verify=None,
+            before_partition="2026-01-05",
+        )
     assert found["hit"].to_list() == [True] and found["answer_json"].to_list() == ['{"a":1}']
     assert found["best_similarity"][0] == pytest.approx(0.93, abs=1e-4)
-    # Only the deepest search deletes, 128 dead vectors at a time (300 = 128 + 128 + 44 left):
-    # the first case leaves them to the write-back.
-    assert index.count() == {40: 41, 300: 45}[dead]
+    assert index.count() == {"expired": 1, "rewritten later": 301}[crowd]
