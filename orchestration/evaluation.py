@@ -23,6 +23,7 @@ from storage.languages import load_detector
 from storage.lookalikes import Verify, unread_pairs
 from storage.replay import ReplayStores, WrongHit, replay_key, replay_workload
 from storage.semantic_coverage import (
+    coverage_signature,
     language_scoped,
     replay_decisions,
     semantic_decisions,
@@ -125,6 +126,13 @@ def evaluate(
                 if language_scoped(namespace, settings)
                 else None
             ),
+            # What decides which entries get a vector and its scope (thresholds do not).
+            replayed_under={
+                "semantic_enabled": namespace.semantic.enabled,
+                "coverage": coverage_signature(namespace, settings),
+                "languages_in_scope": language_scoped(namespace, settings),
+                "embedding_weights": spec.fingerprint(),
+            },
         )
     if wrong_hits is not None:
         report["wrong_hit_examples"] = _described(wrong_hits[:show_wrong], verify)

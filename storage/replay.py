@@ -27,16 +27,20 @@ import duckdb
 import numpy as np
 import polars as pl
 
-from storage.config import NamespaceSettings
+from storage.config import ConfigError, NamespaceSettings
 from storage.embedding_cache import EmbeddingCache
 from storage.exact_store import lookup_exact, open_store, write_entries
 from storage.keys import RequestIdentity, cache_key, canonical_request, semantic_scope
 from storage.lookalikes import Resolution, Verify, resolve_within_scopes
+from storage.safe_files import replace_file
 from storage.semantic_index import CANDIDATES_PER_QUERY, SemanticIndex
 from storage.semantic_lookup import cached_candidates
 
 REPLAY_MODEL = "evaluation-replay"
 BLOCK_SIZE = 256
+# Beside a kept store's DuckDB file: the settings each tenant namespace's entries were
+# replayed under, for they decide which entries got a vector and under what scope.
+REPLAYED_UNDER_FILE = "replayed_under.json"
 
 
 @dataclass(frozen=True)
@@ -86,6 +90,7 @@ def replay_workload(
     skip_reasons: SkipReasons | None = None,
     model_fingerprint: str | None = None,
     scope_languages: ScopeLanguages | None = None,
+    replayed_under: dict | None = None,
 ) -> dict:
     """Counts of the replay; see `evaluate` in the README for each figure. Where
     `wrong_hits` is a list, every wrong semantic hit counted is appended to it, in the
@@ -94,7 +99,11 @@ def replay_workload(
     semantically where the namespace allows it). `model_fingerprint` refuses a store whose
     vector tables other weights filled under the same model name. `scope_languages` puts
     each text's language in its semantic scope, as the pipeline's keying does where the
-    namespace keeps answers to one language (None: no language in the scope)."""
+    namespace keeps answers to one language (None: no language in the scope).
+    `replayed_under` (what decides which entries get a vector, and under what scope) is
+    recorded beside the store; a store whose entries of this tenant namespace were replayed
+    under other settings is refused, since they would be searched otherwise than the
+    entries this replay stores."""
     started = time.perf_counter()
     semantic = namespace.semantic
     embedding_cache = EmbeddingCache(
@@ -120,9 +129,23 @@ def replay_workload(
         )
         # A kept store (evaluate --store) may hold entries of an earlier replay: their groups
         # already have an entry, so a request of one of them counts in recall's denominator.
+        stored_before = _stored_entries(con, tenant, namespace.name)
+        recorded = _replayed_under(stores)
+        record_key = json.dumps([tenant, namespace.name])
+        if replayed_under is not None and stored_before and recorded.get(record_key) != replayed_under:
+            raise ConfigError(
+                f"the store {stores.duckdb_path.parent} holds {stored_before} entries of namespace "
+                f"{namespace.name!r} for tenant {tenant!r} replayed under other settings "
+                f"({recorded.get(record_key) or 'not recorded'}; this replay: {replayed_under}): "
+                "they would not be searched as this replay's entries are; give another --store, "
+                "or the settings they were replayed under"
+            )
         replay.groups_with_entry.update(_stored_groups(con, tenant, namespace.name))
         for start in range(0, len(rows), block_size):
             _replay_block(replay, rows[start : start + block_size], start)
+    if replayed_under is not None:
+        recorded[record_key] = replayed_under
+        replace_file(stores.duckdb_path.parent / REPLAYED_UNDER_FILE, json.dumps(recorded, indent=1) + "\n")
     seconds = time.perf_counter() - started
     requests = len(rows)
     semantic_hits = counts["semantic_hits"]
@@ -145,6 +168,8 @@ def replay_workload(
         ],
         "lookups_per_s": _ratio(requests, seconds),
         "seconds": seconds,
+        # Entries of this tenant namespace a kept store held before the replay (evaluate --store).
+        "entries_stored_before": stored_before,
     }
 
 
@@ -184,6 +209,20 @@ def _stored_groups(con: duckdb.DuckDBPyConnection, tenant: str, namespace: str) 
         {"tenant": tenant, "namespace": namespace, "model": REPLAY_MODEL},
     ).fetchall()
     return {group for (group,) in rows}
+
+
+def _stored_entries(con: duckdb.DuckDBPyConnection, tenant: str, namespace: str) -> int:
+    """How many replay entries the store already holds under this tenant and namespace."""
+    [(count,)] = con.execute(
+        "SELECT count(*) FROM cache_entries WHERE tenant = ? AND namespace = ? AND model = ?",
+        [tenant, namespace, REPLAY_MODEL],
+    ).fetchall()
+    return count
+
+
+def _replayed_under(stores: ReplayStores) -> dict:
+    path = stores.duckdb_path.parent / REPLAYED_UNDER_FILE
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def _ratio(numerator: float, denominator: float) -> float | None:

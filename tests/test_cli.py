@@ -122,6 +122,30 @@ def test_evaluate_replays_a_workload_and_prints_one_json_document(tmp_path):
     assert plain["warnings"] == []
 
 
+def test_evaluate_into_a_kept_store_goes_on_only_under_the_settings_it_was_replayed_under(tmp_path):
+    """A second replay into --store sees the first one's entries and says how many there were;
+    one under settings that index entries otherwise (the verifier off: French then has a vector)
+    is refused, since the earlier entries would not be searched as its own are."""
+    rows = [
+        {"text": "How do I reset my password?", "group": "reset"},
+        {"text": "Comment puis-je réinitialiser mon mot de passe ?", "group": "reset"},
+        {"text": "What are your opening hours?", "group": "hours"},
+    ]
+    workload, store = _workload(tmp_path, rows), tmp_path / "kept"
+    args = ("evaluate", "--workload", str(workload), "--store", str(store))
+    first = _cli(tmp_path, *args)
+    assert first["entries_stored_before"] == 0 and first["exact_hits"] == 0
+    again = _cli(tmp_path, *args)
+    assert again["entries_stored_before"] == 3 and again["exact_hits"] == 3
+    status, _, said = _main(tmp_path, *args, "--no-verify", "--json")
+    assert (
+        status == 2
+        and "holds 3 entries of namespace 'default' for tenant 'evaluation' replayed under" in said
+    )
+    assert "give another --store" in said and "Traceback" not in said
+    assert _cli(tmp_path, *args[:3], "--store", str(tmp_path / "other"), "--no-verify")["requests"] == 3
+
+
 def test_evaluate_gives_exact_matching_only_where_the_pipeline_would(tmp_path):
     """Keying switches semantic reuse off for text the models do not cover; the replay
     applies the same rule and says which requests it touched and why."""
