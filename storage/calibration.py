@@ -288,7 +288,7 @@ def _replay_counts(
     the text."""
     from storage.lookalikes import External
     from storage.replay import count_block, rows_to_resolve, with_copies
-    from storage.scope_search import nearest_columns
+    from storage.scope_search import cosines, nearest_columns
     from storage.semantic_index import CANDIDATES_PER_QUERY
 
     counts = {"exact_hits": 0, "semantic_hits": 0, "right_semantic_hits": 0, "recall_denominator": 0}
@@ -307,7 +307,7 @@ def _replay_counts(
         block_languages = [(languages or {}).get(block_keys[i]) for i in semantic_rows]
         externals: list[list[External]] = [[] for _ in semantic_rows]
         if entry_rows and semantic_rows:
-            similarities = block_vectors @ vectors[entry_rows].T
+            similarities = cosines(block_vectors, vectors[entry_rows])
             if languages:
                 # An entry of another language is as good as absent (below every threshold).
                 other = np.array(block_languages, dtype=object)[:, None] != np.array(

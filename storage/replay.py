@@ -33,6 +33,7 @@ from storage.exact_store import lookup_exact, open_store, write_entries
 from storage.keys import RequestIdentity, cache_key, canonical_request, semantic_scope
 from storage.lookalikes import Resolution, Verify, resolve_within_scopes
 from storage.safe_files import replace_file
+from storage.scope_search import cosines
 from storage.semantic_index import CANDIDATES_PER_QUERY, SemanticIndex
 from storage.semantic_lookup import cached_candidates
 
@@ -191,7 +192,7 @@ def _wrong_hits(
             served, cosine = resolution.external.text, resolution.external.similarity
         else:  # an earlier row of the block that made its own call
             served = block[semantic_rows[resolution.leader_row]]["text"]
-            cosine = float(vectors[position[row]] @ vectors[resolution.leader_row])
+            cosine = float(cosines(vectors[[position[row]]], vectors[[resolution.leader_row]])[0, 0])
         found.append(
             WrongHit(block[row]["text"], block[row]["group"], served, served_group(resolution), cosine)
         )

@@ -3,7 +3,8 @@
 The product of a partition's queries with a scope's matrix is most of a semantic look-up's
 time. Where bfloat16 products are faster than float32 ones (CPUs with AVX-512 BF16 or AMX:
 about twice as fast on the machines measured here), candidates come from a bfloat16
-product and are then re-scored in float32, so every similarity returned is the exact one.
+product and are then re-scored exactly (summed in float64, rounded to float32: one pair gets
+one value whatever the batch), so every similarity returned is the exact one.
 RERANK_EXTRA more candidates than asked for are re-scored; a query whose candidates could
 have missed a vector within bfloat16's rounding of its k-th best (near duplicates crowding
 the cut) is compared with the whole scope in float32, so the top-k itself is exact too.
@@ -30,6 +31,21 @@ RERANK_EXTRA = 12
 BFLOAT16_ERROR = 2.0**-6
 # Similarities of one scope's queries held at once (float32).
 PRODUCT_BYTES = 256 * 2**20
+
+
+def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Similarities a @ b.T, each summed in float64 and rounded to float32, so that one pair
+    gets one value in any batch: float32 products of matrices of other shapes differ in the
+    last bit, and a similarity at a threshold then passed in one replay block and not in
+    another (a review's case)."""
+    return (np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64).T).astype(np.float32)
+
+
+def rescored(queries: np.ndarray, vectors: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Each query's similarity to its own candidates (`columns` of `vectors`, one row of
+    columns a query), as `cosines` computes it."""
+    gathered = np.asarray(vectors, dtype=np.float64)[columns]  # (queries, candidates, dimension)
+    return (gathered @ np.asarray(queries, dtype=np.float64)[:, :, None])[:, :, 0].astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -83,12 +99,11 @@ def top_k(queries: np.ndarray, scope: ScopeMatrix, limit: int) -> tuple[np.ndarr
     once (1.5 GB for 4,000 queries against 100,000 vectors)."""
     if limit <= 0:
         return np.zeros((len(queries), 0), dtype=np.int64), np.zeros((len(queries), 0), dtype=np.float32)
-    # A query's similarities to the scope, or (bfloat16 path) its candidates' vectors gathered
+    # A query's similarities to the scope, or its candidates' vectors gathered (in float64)
     # for the exact re-score, whichever is larger.
-    candidate_floats = (
-        (limit + RERANK_EXTRA) * scope.vectors.shape[1] if scope.bfloat16_vectors is not None else 0
-    )
-    step = max(1, PRODUCT_BYTES // (4 * max(len(scope.vectors), candidate_floats, 1)))
+    extra = RERANK_EXTRA if scope.bfloat16_vectors is not None else 0
+    candidate_bytes = 8 * (limit + extra) * scope.vectors.shape[1]
+    step = max(1, PRODUCT_BYTES // max(4 * len(scope.vectors), candidate_bytes, 1))
     if len(queries) <= step:
         return _top_k(queries, scope, limit)
     parts = [_top_k(queries[start : start + step], scope, limit) for start in range(0, len(queries), step)]
@@ -97,9 +112,8 @@ def top_k(queries: np.ndarray, scope: ScopeMatrix, limit: int) -> tuple[np.ndarr
 
 def _top_k(queries: np.ndarray, scope: ScopeMatrix, limit: int) -> tuple[np.ndarray, np.ndarray]:
     if scope.bfloat16_vectors is None:
-        similarities = queries @ scope.vectors.T
-        columns = nearest_columns(similarities, limit)
-        return columns, np.take_along_axis(similarities, columns, axis=1)
+        columns = nearest_columns(queries @ scope.vectors.T, limit)
+        return columns, rescored(queries, scope.vectors, columns)
     import torch
 
     approximate = torch.from_numpy(np.ascontiguousarray(queries, dtype=np.float32)).to(torch.bfloat16)
@@ -107,8 +121,7 @@ def _top_k(queries: np.ndarray, scope: ScopeMatrix, limit: int) -> tuple[np.ndar
     k = min(limit + RERANK_EXTRA, approximate.shape[1])
     cut = torch.topk(approximate, k, dim=1, sorted=False)
     candidates = cut.indices.numpy()
-    # (queries, candidates, dimension) @ (queries, dimension, 1): each query against its own candidates.
-    exact = (scope.vectors[candidates] @ queries[:, :, None].astype(np.float32))[:, :, 0]
+    exact = rescored(queries, scope.vectors, candidates)
     best = nearest_columns(exact, limit)
     columns, similarities = (
         np.take_along_axis(candidates, best, axis=1),
@@ -122,9 +135,8 @@ def _top_k(queries: np.ndarray, scope: ScopeMatrix, limit: int) -> tuple[np.ndar
     lowest_left_out = cut.values.float().min(dim=1).values.numpy() + error
     unsure = np.flatnonzero(lowest_left_out >= similarities.min(axis=1)) if k < approximate.shape[1] else []
     if len(unsure):
-        whole = queries[unsure].astype(np.float32) @ scope.vectors.T
-        columns[unsure] = nearest_columns(whole, limit)
-        similarities[unsure] = np.take_along_axis(whole, columns[unsure], axis=1)
+        columns[unsure] = nearest_columns(queries[unsure].astype(np.float32) @ scope.vectors.T, limit)
+        similarities[unsure] = rescored(queries[unsure], scope.vectors, columns[unsure])
     return columns, similarities
 
 

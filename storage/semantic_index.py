@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 from lancedb.index import BTree, IvfHnswSq
 
 from storage.lance_tables import connect, literal, open_table, table_name, vector_field
-from storage.scope_search import ScopeMatrix, top_k
+from storage.scope_search import ScopeMatrix, rescored, top_k
 
 CANDIDATES_PER_QUERY = 4
 SCOPE_INDEX_MIN_ROWS = 10_000
@@ -242,7 +242,7 @@ class SemanticIndex:
         found = result["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
         found = found.reshape(-1, self.dimension).astype(np.float32, copy=False)
         queries = vectors[np.asarray(rows)[query_index]].astype(np.float32, copy=False)
-        similarities = np.einsum("ij,ij->i", queries, found)
+        similarities = rescored(queries, found, np.arange(len(found))[:, None])[:, 0]
         return [
             Neighbour(rows[q], key, float(similarity))
             for q, key, similarity in zip(

@@ -30,6 +30,7 @@ import polars as pl
 
 from storage.keys import normalized_text
 from storage.lookalikes import Verify, unread_pairs
+from storage.scope_search import cosines
 
 # Paths whose answer came from another request; only those can be reported.
 REPORTABLE_PATHS = ("semantic", "folded")
@@ -266,7 +267,7 @@ def _within_threshold(asker: Asker, side: Side) -> bool:
         comparable = side.scope == asker.scope
     else:
         comparable = side.embedding_model == asker.embedding_model
-    return comparable and float(asker.vector @ side.vector) >= asker.threshold
+    return comparable and float(cosines(asker.vector[None, :], side.vector[None, :])[0, 0]) >= asker.threshold
 
 
 def blocked_by_reports(

@@ -315,3 +315,42 @@ def test_one_request_typed_two_ways_is_decided_once_whatever_the_block(tmp_path)
         )
         counts[block_size] = {**_counts(report), "semantic_skipped": report["semantic_skipped"]}
     assert counts[256] == counts[1]
+
+
+def test_a_pair_gets_one_similarity_in_any_batch():
+    """The block's rows against each other (look-alikes, calibrate's replay), a scope's
+    candidates re-scored (the index), one pair alone: the same value to the last bit, so a
+    similarity at a threshold passes or fails wherever the replay's blocks fall (float32
+    products of other shapes differed in the last bit for most pairs)."""
+    from storage.scope_search import cosines, rescored
+
+    rng = np.random.default_rng(11)
+    vectors = rng.normal(size=(300, 384)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    block = cosines(vectors[:200], vectors)
+    columns = np.tile(np.arange(300), (200, 1))
+    assert np.array_equal(rescored(vectors[:200], vectors, columns), block)
+    for i, j in [(0, 1), (7, 250), (199, 0), (123, 124)]:
+        assert cosines(vectors[[i]], vectors[[j]])[0, 0] == block[i, j]
+    assert np.array_equal(cosines(vectors[100:200], vectors[:150]), block[100:200, :150])
+
+
+def test_a_pair_at_the_threshold_is_served_wherever_the_blocks_fall(tmp_path, minilm):
+    """A review's case: the threshold exactly at a pair's similarity, the pair within one block
+    of 256 rows or across two (255 other requests between), replayed in blocks of 256 and 1."""
+    from storage.scope_search import cosines
+
+    first = {"text": "Where is the check number on a check?", "group": "x"}
+    second = {"text": "check number location on check", "group": "x"}
+    filler = {"text": "best pizza dough recipe", "group": "pizza"}
+    vectors = minilm([first["text"], second["text"]])
+    threshold = float(cosines(vectors[:1], vectors[1:])[0, 0])
+    served = set()
+    for layout, rows in (
+        ("in", [first, second] + [filler] * 255),
+        ("across", [first] + [filler] * 255 + [second]),
+    ):
+        for block_size in (256, 1):
+            report = _replay(tmp_path, minilm, block_size, threshold=threshold, rows=rows, store=layout)
+            served.add((report["semantic_hits"], report["right_semantic_hits"]))
+    assert served == {(1, 1)}
