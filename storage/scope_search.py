@@ -29,6 +29,8 @@ RERANK_EXTRA = 12
 # adversarial vectors, every component rounded the same way, reached 0.0095). For vectors
 # of other lengths it scales with their norms.
 BFLOAT16_ERROR = 2.0**-6
+# Queries whose candidates are re-scored at once (storage.scope_search.rescored).
+RESCORE_QUERIES = 64
 # Similarities of one scope's queries held at once (float32).
 PRODUCT_BYTES = 256 * 2**20
 
@@ -44,8 +46,15 @@ def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def rescored(queries: np.ndarray, vectors: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """Each query's similarity to its own candidates (`columns` of `vectors`, one row of
     columns a query), as `cosines` computes it."""
-    gathered = np.asarray(vectors, dtype=np.float64)[columns]  # (queries, candidates, dimension)
-    return (gathered @ np.asarray(queries, dtype=np.float64)[:, :, None])[:, :, 0].astype(np.float32)
+    found = np.empty(np.shape(columns), dtype=np.float32)
+    # RESCORE_QUERIES at a time: their candidates in float64 stay in the CPU's cache (the whole
+    # partition's at once took three times as long as the float32 product).
+    for start in range(0, len(columns), RESCORE_QUERIES):
+        stop = start + RESCORE_QUERIES
+        gathered = vectors[columns[start:stop]].astype(np.float64)  # (queries, candidates, dimension)
+        query = np.asarray(queries[start:stop], dtype=np.float64)[:, :, None]
+        found[start:stop] = (gathered @ query)[:, :, 0]
+    return found
 
 
 @dataclass(frozen=True)
@@ -99,11 +108,12 @@ def top_k(queries: np.ndarray, scope: ScopeMatrix, limit: int) -> tuple[np.ndarr
     once (1.5 GB for 4,000 queries against 100,000 vectors)."""
     if limit <= 0:
         return np.zeros((len(queries), 0), dtype=np.int64), np.zeros((len(queries), 0), dtype=np.float32)
-    # A query's similarities to the scope, or its candidates' vectors gathered (in float64)
-    # for the exact re-score, whichever is larger.
-    extra = RERANK_EXTRA if scope.bfloat16_vectors is not None else 0
-    candidate_bytes = 8 * (limit + extra) * scope.vectors.shape[1]
-    step = max(1, PRODUCT_BYTES // max(4 * len(scope.vectors), candidate_bytes, 1))
+    # A query's similarities to the scope, or (bfloat16 path) its candidates' vectors, whichever
+    # is larger (they are gathered for the exact re-score RESCORE_QUERIES at a time).
+    candidate_floats = (
+        (limit + RERANK_EXTRA) * scope.vectors.shape[1] if scope.bfloat16_vectors is not None else 0
+    )
+    step = max(1, PRODUCT_BYTES // (4 * max(len(scope.vectors), candidate_floats, 1)))
     if len(queries) <= step:
         return _top_k(queries, scope, limit)
     parts = [_top_k(queries[start : start + step], scope, limit) for start in range(0, len(queries), step)]

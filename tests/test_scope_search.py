@@ -107,8 +107,7 @@ def test_the_exact_top_k_holds_for_queries_that_are_not_unit_length():
 
 def test_the_bfloat16_path_bounds_the_candidates_it_gathers_too(monkeypatch):
     """4,200 vectors of 384 and 16 candidates a query: a query's 28 gathered candidate vectors
-    (10,752 float64 values) outweigh its 4,200 float32 similarities, so they set how many
-    queries go at once."""
+    (10,752 floats) outweigh its 4,200 similarities, so they set how many queries go at once."""
     import storage.scope_search
 
     rng = np.random.default_rng(11)
@@ -121,7 +120,7 @@ def test_the_bfloat16_path_bounds_the_candidates_it_gathers_too(monkeypatch):
     sizes = []
     real = storage.scope_search._top_k
     monkeypatch.setattr(storage.scope_search, "_top_k", lambda q, s, k: sizes.append(len(q)) or real(q, s, k))
-    monkeypatch.setattr(storage.scope_search, "PRODUCT_BYTES", 8 * 28 * 384 * 10)  # ten queries' candidates
+    monkeypatch.setattr(storage.scope_search, "PRODUCT_BYTES", 4 * 28 * 384 * 10)  # ten queries' candidates
     chunked = top_k(queries, scope, 16)
     assert sizes == [10] * 9 + [5]
     assert [set(row) for row in chunked[0]] == [set(row) for row in whole[0]]
