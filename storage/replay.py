@@ -130,6 +130,19 @@ def replay_workload(
         )
         # A kept store (evaluate --store) may hold entries of an earlier replay: their groups
         # already have an entry, so a request of one of them counts in recall's denominator.
+        [(pipeline_rows,)] = con.execute(
+            "SELECT (SELECT count(*) FROM cache_entries WHERE model <> ?)"
+            " + (SELECT count(*) FROM model_requests)",
+            [REPLAY_MODEL],
+        ).fetchall()
+        if pipeline_rows:
+            # Its entries would sit beside the pipeline's, count against their namespaces'
+            # capacity and could evict what the pipeline paid for.
+            raise ConfigError(
+                f"the store {stores.duckdb_path.parent} is a pipeline's (it holds {pipeline_rows} "
+                "entries or requests of its own): a replay writes its entries into the store it "
+                "is given, so give a folder of its own to --store"
+            )
         stored_before = _stored_entries(con, tenant, namespace.name)
         recorded = _replayed_under(stores)
         record_key = json.dumps([tenant, namespace.name])

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
+from datetime import datetime
 from pathlib import Path
 from unittest import mock
 
@@ -144,6 +145,18 @@ def test_evaluate_into_a_kept_store_goes_on_only_under_the_settings_it_was_repla
     )
     assert "give another --store" in said and "Traceback" not in said
     assert _cli(tmp_path, *args[:3], "--store", str(tmp_path / "other"), "--no-verify")["requests"] == 3
+    # A pipeline's store (the home itself) is never written into: its namespaces' entries stay.
+    from storage.exact_store import open_store, write_entries
+    from tests.helpers import entry_rows, identity
+
+    with open_store(tmp_path / "cache.duckdb") as con:
+        write_entries(
+            con, entry_rows([identity("How do I reset my password?")], ["{}"], datetime(2026, 1, 5))
+        )
+    status, _, said = _main(tmp_path, *args[:3], "--store", str(tmp_path), "--json")
+    assert status == 2 and "is a pipeline's (it holds 1 entries or requests of its own)" in said
+    with open_store(tmp_path / "cache.duckdb", read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM cache_entries").fetchall() == [(1,)]
 
 
 def test_evaluate_gives_exact_matching_only_where_the_pipeline_would(tmp_path):
