@@ -307,7 +307,7 @@ def _replay_counts(
         block_languages = [(languages or {}).get(block_keys[i]) for i in semantic_rows]
         externals: list[list[External]] = [[] for _ in semantic_rows]
         if entry_rows and semantic_rows:
-            similarities = cosines(block_vectors, vectors[entry_rows])
+            similarities = cosines(block_vectors, vectors[entry_rows], floor=threshold)
             if languages:
                 # An entry of another language is as good as absent (below every threshold).
                 other = np.array(block_languages, dtype=object)[:, None] != np.array(

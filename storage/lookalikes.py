@@ -53,9 +53,8 @@ CANDIDATES_PER_ROW = 8
 # (a scope of templated requests that all differ in a number: 2 million pairs for 2,000).
 FALLBACK_LEADERS = 8
 # Rows whose similarities to the rows before them are computed at once: memory is this many
-# times the rows, summed in float64 (about 200 MB for 100,000 rows), where the whole matrix
-# would be rows².
-SIMILARITY_BLOCK_ROWS = 256
+# times the rows (about 200 MB for 100,000 rows), where the whole matrix would be rows².
+SIMILARITY_BLOCK_ROWS = 512
 
 
 @dataclass(frozen=True)
@@ -126,7 +125,11 @@ def resolve_lookalikes(
     for start in range(0, count, block_rows):
         stop = min(start + block_rows, count)
         # Row i of the block against every row up to the block's end (only earlier ones are read).
-        similarities = cosines(vectors[start:stop], vectors[:stop]) if fold_within else None
+        similarities = (
+            cosines(vectors[start:stop], vectors[:stop], floor=min(thresholds[start:stop]))
+            if fold_within
+            else None
+        )
         candidates, exhaustive = _candidates(similarities, start, stop, thresholds)
         scores = _verified_scores(texts, start, candidates, externals, thresholds, verify, verify_thresholds)
         for row in range(start, stop):

@@ -29,18 +29,39 @@ RERANK_EXTRA = 12
 # adversarial vectors, every component rounded the same way, reached 0.0095). For vectors
 # of other lengths it scales with their norms.
 BFLOAT16_ERROR = 2.0**-6
-# Queries whose candidates are re-scored at once (storage.scope_search.rescored).
+# Queries whose candidates are re-scored at once (rescored), and pairs (cosines with a floor).
 RESCORE_QUERIES = 64
+RESCORE_PAIRS = 4096
+# How far a float32 product of unit vectors can fall from the exact value, with room to spare
+# (the rounding of 384 products and their sum is about 1e-6; it scales with the norms): a
+# similarity that could reach a floor from under it is summed again.
+FLOAT32_PRODUCT_ERROR = 1e-4
 # Similarities of one scope's queries held at once (float32).
 PRODUCT_BYTES = 256 * 2**20
 
 
-def cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def cosines(a: np.ndarray, b: np.ndarray, floor: float | None = None) -> np.ndarray:
     """Similarities a @ b.T, each summed in float64 and rounded to float32, so that one pair
     gets one value in any batch: float32 products of matrices of other shapes differ in the
     last bit, and a similarity at a threshold then passed in one replay block and not in
-    another (a review's case)."""
-    return (np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64).T).astype(np.float32)
+    another (a review's case). With `floor`, only the similarities that could reach it are
+    summed so (the others come from the float32 product, for a caller that decides nothing
+    under its threshold): twice as fast as the whole product in float64."""
+    if floor is None:
+        return (np.asarray(a, dtype=np.float64) @ np.asarray(b, dtype=np.float64).T).astype(np.float32)
+    a, b = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
+    similarities = a @ b.T
+    if not similarities.size:
+        return similarities
+    room = FLOAT32_PRODUCT_ERROR * float(np.linalg.norm(a, axis=1).max() * np.linalg.norm(b, axis=1).max())
+    # flatnonzero: numpy's nonzero of a 2-D mask took six times as long.
+    rows, columns = np.divmod(np.flatnonzero(similarities >= floor - room), similarities.shape[1])
+    for start in range(0, len(rows), RESCORE_PAIRS):
+        these, those = rows[start : start + RESCORE_PAIRS], columns[start : start + RESCORE_PAIRS]
+        similarities[these, those] = np.einsum(
+            "ij,ij->i", a[these].astype(np.float64), b[those].astype(np.float64)
+        )
+    return similarities
 
 
 def rescored(queries: np.ndarray, vectors: np.ndarray, columns: np.ndarray) -> np.ndarray:

@@ -354,3 +354,18 @@ def test_a_pair_at_the_threshold_is_served_wherever_the_blocks_fall(tmp_path, mi
             report = _replay(tmp_path, minilm, block_size, threshold=threshold, rows=rows, store=layout)
             served.add((report["semantic_hits"], report["right_semantic_hits"]))
     assert served == {(1, 1)}
+
+
+def test_with_a_floor_the_similarities_that_reach_it_are_the_same_to_the_last_bit():
+    """Look-alikes and calibrate's replay sum again in float64 only what could reach their
+    threshold: those values are the ones every other product gives."""
+    from storage.scope_search import cosines
+
+    rng = np.random.default_rng(12)
+    vectors = rng.normal(size=(400, 64)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    exact, floored = cosines(vectors[:100], vectors), cosines(vectors[:100], vectors, floor=0.2)
+    reached = exact >= 0.2
+    assert 100 < reached.sum() < reached.size // 2
+    assert np.array_equal(floored[reached], exact[reached])
+    assert np.allclose(floored, exact, atol=1e-5)
