@@ -103,6 +103,7 @@ def evaluate(
         load_detector()
         cut_short(spec, [""])  # the embedding model's tokenizer, which counts lengths
     decided = _decided_once(namespace, settings)
+    scoped = language_scoped(namespace, settings)
     vetoes: Counter = Counter()
     cautions: Counter = Counter()
     with tempfile.TemporaryDirectory(prefix="infercache-evaluate-") as scratch:
@@ -121,16 +122,12 @@ def evaluate(
             wrong_hits=wrong_hits,
             skip_reasons=lambda texts: [reason for reason, _ in decided(texts)],
             model_fingerprint=spec.fingerprint(),
-            scope_languages=(
-                (lambda texts: [language for _, language in decided(texts)])
-                if language_scoped(namespace, settings)
-                else None
-            ),
+            scope_languages=(lambda texts: [language for _, language in decided(texts)]) if scoped else None,
             # What decides which entries get a vector and its scope (thresholds do not).
             replayed_under={
                 "semantic_enabled": namespace.semantic.enabled,
                 "coverage": coverage_signature(namespace, settings),
-                "languages_in_scope": language_scoped(namespace, settings),
+                "languages_in_scope": scoped,
                 "embedding_weights": spec.fingerprint(),
             },
         )

@@ -157,24 +157,24 @@ class Settings:
         off that the tenant's latest calibration wrote under the home (no setting met its
         target): calibrate may turn on again what a calibration turned off, never what the
         settings keep off."""
-        merged = self.tenant_overrides.get(tenant, {}).get(name, {})
-        if (merged.get("calibration") or {}).get("result") != NO_SETTING_MET:
-            return self.namespace(name, tenant).semantic.enabled
-        own = copy.deepcopy(merged)
-        tracked = self.tracked_tenant_overrides.get(tenant, {}).get(name, {}).get("semantic") or {}
-        semantic = own.get("semantic") or {}
-        semantic.pop("enabled", None)
-        if "enabled" in tracked:
-            semantic["enabled"] = tracked["enabled"]
-        merged = _deep_merge(self.namespace_defaults, self.namespace_overrides.get(name, {}))
-        return _namespace_settings(name, _deep_merge(merged, own)).semantic.enabled
+        own = copy.deepcopy(self.tenant_overrides.get(tenant, {}).get(name, {}))
+        if (own.get("calibration") or {}).get("result") == NO_SETTING_MET:
+            tracked = self.tracked_tenant_overrides.get(tenant, {}).get(name, {}).get("semantic") or {}
+            semantic = own.get("semantic") or {}
+            semantic.pop("enabled", None)
+            if "enabled" in tracked:
+                semantic["enabled"] = tracked["enabled"]
+        return self._namespace_with(name, own).semantic.enabled
 
     def namespace(self, name: str, tenant: str | None = None) -> NamespaceSettings:
         """Defaults, then the namespace's overrides, then the tenant's own for that namespace."""
+        return self._namespace_with(
+            name, {} if tenant is None else self.tenant_overrides.get(tenant, {}).get(name, {})
+        )
+
+    def _namespace_with(self, name: str, tenant_values: dict[str, Any]) -> NamespaceSettings:
         merged = _deep_merge(self.namespace_defaults, self.namespace_overrides.get(name, {}))
-        if tenant is not None:
-            merged = _deep_merge(merged, self.tenant_overrides.get(tenant, {}).get(name, {}))
-        return _namespace_settings(name, merged)
+        return _namespace_settings(name, _deep_merge(merged, tenant_values))
 
 
 def load_settings(config_dir: Path | None = None, home: Path | None = None) -> Settings:

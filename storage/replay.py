@@ -128,8 +128,6 @@ def replay_workload(
             skip_reasons,
             scope_languages,
         )
-        # A kept store (evaluate --store) may hold entries of an earlier replay: their groups
-        # already have an entry, so a request of one of them counts in recall's denominator.
         [(pipeline_rows,)] = con.execute(
             "SELECT (SELECT count(*) FROM cache_entries WHERE model <> ?)"
             " + (SELECT count(*) FROM model_requests)",
@@ -143,7 +141,7 @@ def replay_workload(
                 "entries or requests of its own): a replay writes its entries into the store it "
                 "is given, so give a folder of its own to --store"
             )
-        stored_before = _stored_entries(con, tenant, namespace.name)
+        stored_before, stored_groups = _stored_entries(con, tenant, namespace.name)
         recorded = _replayed_under(stores)
         record_key = json.dumps([tenant, namespace.name])
         if replayed_under is not None and stored_before and recorded.get(record_key) != replayed_under:
@@ -154,7 +152,9 @@ def replay_workload(
                 "they would not be searched as this replay's entries are; give another --store, "
                 "or the settings they were replayed under"
             )
-        replay.groups_with_entry.update(_stored_groups(con, tenant, namespace.name))
+        # A kept store (evaluate --store) may hold entries of an earlier replay: their groups
+        # already have an entry, so a request of one of them counts in recall's denominator.
+        replay.groups_with_entry.update(stored_groups)
         for start in range(0, len(rows), block_size):
             _replay_block(replay, rows[start : start + block_size], start)
     if replayed_under is not None:
@@ -212,26 +212,18 @@ def _wrong_hits(
     return found
 
 
-def _stored_groups(con: duckdb.DuckDBPyConnection, tenant: str, namespace: str) -> set[str]:
-    """Groups of the replay entries the store already holds under this tenant and namespace
-    (each entry's answer is its group)."""
-    rows = con.execute(
+def _stored_entries(con: duckdb.DuckDBPyConnection, tenant: str, namespace: str) -> tuple[int, set[str]]:
+    """How many replay entries the store already holds under this tenant and namespace, and
+    their groups (each entry's answer is its group)."""
+    [(count, groups)] = con.execute(
         """
-        SELECT DISTINCT json_extract_string(answer_json, '$.group') FROM cache_entries
+        SELECT count(*), list(DISTINCT json_extract_string(answer_json, '$.group'))
+        FROM cache_entries
         WHERE tenant = $tenant AND namespace = $namespace AND model = $model
         """,
         {"tenant": tenant, "namespace": namespace, "model": REPLAY_MODEL},
     ).fetchall()
-    return {group for (group,) in rows}
-
-
-def _stored_entries(con: duckdb.DuckDBPyConnection, tenant: str, namespace: str) -> int:
-    """How many replay entries the store already holds under this tenant and namespace."""
-    [(count,)] = con.execute(
-        "SELECT count(*) FROM cache_entries WHERE tenant = ? AND namespace = ? AND model = ?",
-        [tenant, namespace, REPLAY_MODEL],
-    ).fetchall()
-    return count
+    return count, set(groups or [])
 
 
 def _replayed_under(stores: ReplayStores) -> dict:
