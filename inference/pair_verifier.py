@@ -80,11 +80,16 @@ CAUTION_MIN_SCORES = {REWORDED_NEGATION: CAUTIONED_MIN_SCORE, SWAPPED_WORD: SWAP
 # pairs move, by up to 0.013 (0.086 in logits), between one call and calls of 7, one of them
 # across 0.7. So a pair whose score, or a stage's, lies within this many logits of a cut
 # its decision turns on (the threshold it is held to, the second stage's floor, the sure
-# rule's two cuts) is scored again in float32, whose scores did not move (6e-6 at most):
-# what is served then does not depend on the rest of the partition. In logits, as the
+# rule's two cuts) is scored again in float32 and alone (FLOAT32_LOGIT_NOISE): what is
+# served then does not depend on the rest of the partition. In logits, as the
 # moves are alike there (at most 0.047 to 0.086 across the range) where in probabilities
 # they shrink towards 0 and 1.
 BFLOAT16_LOGIT_NOISE = 0.15
+# float32 scores move too with what else their call holds, in the last bits (batches of
+# other shapes: 1.3e-6 at most over 256 pairs of the fourth holdout read in two ways), so a
+# pair this close to a cut is read again, as are bfloat16 ones: alone (read_alone), which is
+# the one reading of a pair that no other pair can change.
+FLOAT32_LOGIT_NOISE = 1e-3
 WEIGHTS_FILE = "weights.safetensors"
 CONFIG_FILE = "config.json"
 RECORD_FILE = "training.json"
@@ -175,6 +180,7 @@ class PairVerifier:
         identity: str | None = None,
         memory: LearnedScoreMemory | None = None,
         exact: PairVerifier | None = None,
+        read_alone: bool = False,
     ) -> None:
         if memory is not None and identity is None:
             raise ValueError("a verifier keeps scores only under an identity (load_verifier gives one)")
@@ -184,8 +190,12 @@ class PairVerifier:
         self.second_stage = second_stage
         self.identity = identity
         self.memory = memory
-        # The same models in float32, for pairs near a cut (BFLOAT16_LOGIT_NOISE); None in float32.
+        # The same models in float32, each pair read alone, for pairs near a cut
+        # (BFLOAT16_LOGIT_NOISE, FLOAT32_LOGIT_NOISE); None in that verifier itself.
         self.exact = exact
+        # Each pair in a call of its own (no other pair's length pads it): slower (about a
+        # third more in float32 here), but a pair's score then depends on the pair alone.
+        self.read_alone = read_alone
         # What this stage did with the pairs it was asked about: read them with its models,
         # or found their scores kept (verifier_counts, in the assets' metadata).
         self.pairs_read = 0
@@ -199,7 +209,9 @@ class PairVerifier:
         copy that keeps nothing)."""
         second = None if self.second_stage is None else self.second_stage.remembering(memory)
         exact = None if self.exact is None else self.exact.remembering(memory)
-        return PairVerifier(self.models, self.tokenizer, self.dtype, second, self.identity, memory, exact)
+        return PairVerifier(
+            self.models, self.tokenizer, self.dtype, second, self.identity, memory, exact, self.read_alone
+        )
 
     @classmethod
     def load(
@@ -243,9 +255,10 @@ class PairVerifier:
         stage, a pair the first stage scores under both its threshold and
         SURE_FIRST_STAGE_MIN scores 0 without reading the second: no served score
         (two_stage_scores) could reach the threshold, so every decision at those
-        thresholds is the same, for a fraction of the larger model's time. In bfloat16, a
-        pair near a cut its decision at that threshold turns on is scored in float32
-        (BFLOAT16_LOGIT_NOISE), so the decision does not depend on the rest of the call.
+        thresholds is the same, for a fraction of the larger model's time. A pair near a
+        cut its decision at that threshold turns on (BFLOAT16_LOGIT_NOISE in bfloat16,
+        FLOAT32_LOGIT_NOISE in float32) is scored again in float32 and alone (`exact`), so
+        the decision does not depend on the rest of the call.
         """
         scores = np.zeros(len(pairs), dtype=np.float32)
         vetoed, caution_bars = self.checks(pairs) if vetoes else (np.zeros(len(pairs), dtype=bool), None)
@@ -280,12 +293,13 @@ class PairVerifier:
     def _near_a_cut(
         self, first: np.ndarray, second: np.ndarray, served: np.ndarray, bar: np.ndarray, floor: np.ndarray
     ) -> np.ndarray:
-        """Pairs whose decision at `bar` could turn with a move of BFLOAT16_LOGIT_NOISE in a
-        stage's score (second: NaN where the second stage did not read the pair)."""
+        """Pairs whose decision at `bar` could turn with a move of a stage's score by what
+        else its call held (second: NaN where the second stage did not read the pair)."""
+        noise = BFLOAT16_LOGIT_NOISE if self.dtype == "bfloat16" else FLOAT32_LOGIT_NOISE
 
         def close(scores, cut) -> np.ndarray:
             with np.errstate(invalid="ignore", divide="ignore"):
-                return np.abs(_logit(scores) - _logit(cut)) < BFLOAT16_LOGIT_NOISE
+                return np.abs(_logit(scores) - _logit(cut)) < noise
 
         near = close(served, bar) & (bar > 0)
         if self.second_stage is not None:
@@ -364,12 +378,13 @@ class PairVerifier:
 
     def _read(self, ordered: list[tuple[str, str]]) -> np.ndarray:
         """The models' scores of ordered pairs, batched by length so that little of each
-        batch is padding."""
+        batch is padding (one pair a batch where read_alone)."""
         scores = np.zeros(len(ordered), dtype=np.float32)
         by_length = np.argsort([len(a) + len(b) for a, b in ordered], kind="stable")
+        batch_size = 1 if self.read_alone else SCORE_BATCH
         with torch.inference_mode():
-            for start in range(0, len(by_length), SCORE_BATCH):
-                batch = by_length[start : start + SCORE_BATCH]
+            for start in range(0, len(by_length), batch_size):
+                batch = by_length[start : start + batch_size]
                 logits = self.logits([ordered[i] for i in batch], max_tokens=READ_PAIR_TOKENS)
                 scores[batch] = torch.sigmoid(logits).cpu().numpy()
         return scores
@@ -462,16 +477,31 @@ def load_verifier(
 
 
 def _load_verifier(
-    base_folder: str, folders: tuple[str, ...], dtype: str, second_stage: str | None
+    base_folder: str, folders: tuple[str, ...], dtype: str, second_stage: str | None, read_alone: bool = False
 ) -> PairVerifier:
     # The dtype only sets how a forward pass runs, so verifiers of one folder set share weights.
     models, tokenizer, digest = _load_models(base_folder, folders)
     second = None
     if second_stage is not None:
         model, second_tokenizer, second_digest = _load_second_stage(second_stage)
-        second = PairVerifier([model], second_tokenizer, dtype, identity=stage_identity(second_digest, dtype))
-    exact = _load_verifier(base_folder, folders, "float32", second_stage) if dtype == "bfloat16" else None
-    return PairVerifier(models, tokenizer, dtype, second, identity=stage_identity(digest, dtype), exact=exact)
+        second = PairVerifier(
+            [model],
+            second_tokenizer,
+            dtype,
+            identity=stage_identity(second_digest, dtype, read_alone),
+            read_alone=read_alone,
+        )
+    # Pairs near a cut are read again in float32, alone, whatever the dtype (PairVerifier.score).
+    exact = None if read_alone else _load_verifier(base_folder, folders, "float32", second_stage, True)
+    return PairVerifier(
+        models,
+        tokenizer,
+        dtype,
+        second,
+        identity=stage_identity(digest, dtype, read_alone),
+        exact=exact,
+        read_alone=read_alone,
+    )
 
 
 def models_digest(folders: Sequence[str | Path]) -> str:
@@ -487,22 +517,24 @@ def models_digest(folders: Sequence[str | Path]) -> str:
     return digest.hexdigest()
 
 
-def stage_identity(digest: str, dtype: str) -> str:
+def stage_identity(digest: str, dtype: str, read_alone: bool = False) -> str:
     """What one stage computes, as a name: its models' digest (models_digest, taken when
     they were loaded, so a model retrained while a process runs is not named by its new
-    files), the dtype it runs in, the pair length it reads, the libraries that compute
-    it and LEARNED_SCORE_VERSION. A retrained model, another base, dtype or library
-    version is another stage."""
+    files), the dtype it runs in, whether it reads each pair alone, the pair length it
+    reads, the libraries that compute it and LEARNED_SCORE_VERSION. A retrained model,
+    another base, dtype, reading or library version is another stage: a score kept from
+    a batch must not stand in for a pair's score read alone."""
     import tokenizers
     import transformers
 
     libraries = ", ".join(
         f"{module.__name__} {module.__version__}" for module in (torch, transformers, tokenizers)
     )
+    reading = f"{dtype}-alone" if read_alone else dtype
     named = hashlib.sha256(
-        f"{LEARNED_SCORE_VERSION}:{dtype}:{READ_PAIR_TOKENS}:{libraries}:{digest}".encode()
+        f"{LEARNED_SCORE_VERSION}:{reading}:{READ_PAIR_TOKENS}:{libraries}:{digest}".encode()
     )
-    return f"{LEARNED_SCORE_VERSION}-{dtype}-{named.hexdigest()[:32]}"
+    return f"{LEARNED_SCORE_VERSION}-{reading}-{named.hexdigest()[:32]}"
 
 
 @lru_cache(maxsize=64)

@@ -415,3 +415,75 @@ def test_in_bfloat16_a_cautioned_pair_just_under_its_cut_is_read_again_in_float3
     before = in_bfloat16.exact.pairs_read
     in_bfloat16.score([waze], at_least=[0.7])
     assert in_bfloat16.exact.pairs_read == before + 1
+
+
+READ_IN_COMPANY = [  # pairs scored between 0.3 and 0.85, where a logit's last bits show
+    (
+        "leave bags at hotel after checkout",
+        "Do hotels typically hold guests' bags after they have checked out?",
+    ),
+    (
+        "Are portable chargers allowed in cabin baggage on commercial flights?",
+        "is it ok to put a battery pack in the bag that goes in the hold",
+    ),
+    (
+        "What is the recommended frequency for scooping a cat's litter box?",
+        "How frequently should cat litter be fully replaced and the tray washed?",
+    ),
+    ("how often do i need to scoop my cats litter", "scooping litter daily or less?"),
+    (
+        "can landlord deduct normal wear and tear from deposit",
+        "thinking of skipping my last rent payment and letting the landlord keep my deposit to cover "
+        "it, can i do that or will i get in trouble",
+    ),
+    ("how do i stop duplicate emails from being inserted into my users table", "sql prevent duplicate rows"),
+    (
+        "my spanish teacher keeps saying 'que yo tenga' — what are the rest of the subjunctive "
+        "forms of tener",
+        "How do you conjugate tener in the present tense?",
+    ),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_a_pair_held_to_a_cut_at_its_own_score_is_decided_the_same_whatever_its_call_holds(dtype):
+    """Read in a batch, a float32 score moves in its last bits with the other pairs' lengths
+    (1.3e-6 here), so a pair at its cut could be served in one replay block and not in
+    another. Near a cut every pair is read again alone, whatever the dtype: its score is then
+    the same in any company, to the bit."""
+    if dtype == "bfloat16" and not native_bfloat16():
+        pytest.skip("bfloat16 is not native on this CPU: the verifier runs in float32 here")
+    base = str(load_settings().embedding_model("all-MiniLM-L6-v2").model_folder())
+    verifier = load_verifier(base, dtype=dtype)
+    scores = verifier.score(READ_IN_COMPANY, at_least=[0.1] * len(READ_IN_COMPANY))
+    assert ((scores > 0.3) & (scores < 0.9)).all()
+    cuts = scores.tolist()  # each pair's cut at its own score: every pair is near its cut
+    long_company = [
+        (f"{n} I would like to know, in some detail, how the weather will be on the weekend", "the weekend")
+        for n in range(20)
+    ]
+    short_company = [(f"tea {n}", f"tea {n}?") for n in range(20)]
+    pairs_one = [*READ_IN_COMPANY, *long_company]
+    pairs_two = [*short_company, *READ_IN_COMPANY[::-1]]
+    one = verifier.score(pairs_one, at_least=[*cuts, *[0.5] * 20])[: len(READ_IN_COMPANY)]
+    two = verifier.score(pairs_two, at_least=[*[0.5] * 20, *cuts[::-1]])[20:][::-1]
+    alone = np.array(
+        [verifier.score([pair], at_least=[cut])[0] for pair, cut in zip(READ_IN_COMPANY, cuts, strict=True)]
+    )
+    assert one.tolist() == two.tolist() == alone.tolist()
+    # Each pair is served at its cut or not, the same way in every company.
+    assert ((one >= np.array(cuts)) == (alone >= np.array(cuts))).all()
+
+
+def test_a_stage_reading_each_pair_alone_keeps_its_scores_apart_from_a_batched_one():
+    """A score kept from a batch (the pair-score memory) must not stand in for a pair read alone."""
+    from inference.pair_verifier import models_digest, stage_identity
+
+    digest = models_digest(SHIPPED_MODELS)
+    assert stage_identity(digest, "float32", read_alone=True) != stage_identity(digest, "float32")
+    base = str(load_settings().embedding_model("all-MiniLM-L6-v2").model_folder())
+    verifier = load_verifier(base, dtype="float32")
+    assert verifier.exact is not None and verifier.exact.read_alone and verifier.exact.exact is None
+    assert verifier.exact.identity != verifier.identity
+    assert verifier.exact.second_stage.read_alone
+    assert verifier.exact.second_stage.identity != verifier.second_stage.identity
