@@ -124,8 +124,9 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
         vectors = current_embeddings(vectors, partition, infercache.embedding_fingerprint).select(
             "key", "vector"
         )
-        entries = new_entries(con, partition, now, ttl, vectors)
-        written = commit_entries(con, entries)
+        answered = new_entries(con, partition, now, ttl, vectors)
+        entries = commit_entries(con, answered)
+        kept_from_earlier = answered.height - entries.height
         exact_only = new_exact_only_entries(con, partition)
         for (embedding_model,), group in exact_only.group_by(["embedding_model"], maintain_order=True):
             record_exact_only(con, group, embedding_model, now)
@@ -185,9 +186,16 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
         removed += len(dead)
     if not_indexed:
         context.log.warning(f"{not_indexed} answers not indexed: their vectors hold NaN or infinity")
+    if kept_from_earlier:
+        context.log.warning(
+            f"{kept_from_earlier} answers were already stored by an earlier partition whose "
+            "write-back ran after this partition's look-up (runs in turns): those entries are "
+            "kept, and a re-run of this partition is served by them"
+        )
     return dg.MaterializeResult(
         metadata={
-            "entries_written": written,
+            "entries_written": entries.height,
+            "entries_kept_from_earlier_partitions": kept_from_earlier,
             "entries_expired": expired,
             "vectors_indexed": indexed,
             "vectors_not_indexed": not_indexed,

@@ -12,9 +12,22 @@ from pathlib import Path
 from inference.pair_data import LabelledFileError
 from orchestration.resources import InferCacheResource, default_home
 from storage.config import ConfigError
+from storage.exact_store import StoreBusyError
 
 # evaluate's namespace where none is named: the defaults of config/namespaces.yaml.
 DEFAULT_NAMESPACE = "default"
+
+
+# One writer of the DuckDB file at a time (the store pool), also for runs launched from the
+# UI; and one run at a time, in the order they were queued, so a backfill's days run whole
+# one after another: in the pool alone two runs go step by step in turns, and the later day
+# then asks the model what the earlier day was about to store (a review).
+INSTANCE_CONFIG = (
+    "concurrency:\n  pools:\n    default_limit: 1\n  runs:\n    max_concurrent_runs: 1\n"
+    "telemetry:\n  enabled: false\n"
+)
+# What this command wrote before (replaced by the above; a file someone edited is left alone).
+_INSTANCE_CONFIG_BEFORE = "concurrency:\n  pools:\n    default_limit: 1\ntelemetry:\n  enabled: false\n"
 
 
 def _prepare_environment() -> Path:
@@ -33,11 +46,8 @@ def _prepare_environment() -> Path:
         ) from None
     os.environ["DAGSTER_HOME"] = str(dagster_home)
     instance_config = dagster_home / "dagster.yaml"
-    if not instance_config.exists():
-        # One writer of the DuckDB file at a time, also for runs launched from the UI.
-        instance_config.write_text(
-            "concurrency:\n  pools:\n    default_limit: 1\ntelemetry:\n  enabled: false\n"
-        )
+    if not instance_config.exists() or instance_config.read_text() == _INSTANCE_CONFIG_BEFORE:
+        instance_config.write_text(INSTANCE_CONFIG)
     for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         os.environ.setdefault(name, "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -356,8 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.handler(args)
-    except (ConfigError, LabelledFileError) as error:
-        # Bad input, said as what was wrong and what to do; a traceback would bury it.
+    except (ConfigError, LabelledFileError, StoreBusyError) as error:
+        # Bad input (or a cache file another process kept), said as what was wrong and what
+        # to do; a traceback would bury it.
         print(f"infercache {args.command}: {error}", file=sys.stderr)
         return 2
 

@@ -17,6 +17,8 @@ next run on.
 # No `from __future__ import annotations`: Dagster reads the op's config and resource types
 # from its annotations at definition time.
 import json
+import os
+import shlex
 
 import dagster as dg
 from pydantic import Field, ValidationError
@@ -65,10 +67,14 @@ def report_wrong_answer() -> None:
 
 
 def recompute_command(partition: str) -> str:
-    """The command line that does what `recompute_from_semantic_lookups` does, outside the UI."""
+    """The command line that does what `recompute_from_semantic_lookups` does, outside the UI:
+    under this process's DAGSTER_HOME, so that its steps take turns with the instance's runs
+    (its store pool); without it the command runs beside them (a review)."""
+    instance = os.environ.get("DAGSTER_HOME")
+    prefix = f"DAGSTER_HOME={shlex.quote(instance)} " if instance else ""
     return (
-        "dagster asset materialize -m orchestration.definitions --select 'semantic_lookups*' "
-        f"--partition {partition}"
+        f"{prefix}dagster asset materialize -m orchestration.definitions --select 'semantic_lookups*' "
+        f"--partition {shlex.quote(partition)}"
     )
 
 

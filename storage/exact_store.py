@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -12,22 +13,55 @@ import polars as pl
 
 from storage.schema import TABLES, migrate
 
+# How long an open waits for another process to let go of the cache file. Runs' steps take
+# turns in Dagster's store pool, but a command (report-wrong, a `dagster` command run without
+# the instance's DAGSTER_HOME) is outside it: waiting a while beats failing at once, as a step
+# that held the file through a look-up's embedding and verifier made both fail (a review).
+LOCK_WAIT_SECONDS = 300.0
+_LOCK_RETRY_FIRST, _LOCK_RETRY_MOST = 0.05, 2.0
+
+
+class StoreBusyError(RuntimeError):
+    """Another process held the cache file for longer than LOCK_WAIT_SECONDS."""
+
 
 @contextmanager
 def open_store(
     path: Path, read_only: bool = False, migrated: bool = False
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Open the cache file briefly: DuckDB allows one writer process at a time. The schema
-    is brought up to date on every writable open unless the caller knows it is (`migrated`:
+    """Open the cache file briefly: DuckDB allows one writer process at a time, so an open
+    waits (up to LOCK_WAIT_SECONDS) while another process holds the file. The schema is
+    brought up to date on every writable open unless the caller knows it is (`migrated`:
     it opened this file before)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    con = duckdb.connect(str(path), read_only=read_only)
+    con = _connect_when_free(path, read_only)
     try:
         if not read_only and not migrated:
             migrate(con)
         yield con
     finally:
         con.close()
+
+
+def _connect_when_free(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + LOCK_WAIT_SECONDS
+    pause = _LOCK_RETRY_FIRST
+    while True:
+        try:
+            return duckdb.connect(str(path), read_only=read_only)
+        except duckdb.IOException as error:
+            # DuckDB says so in words only: "Could not set lock on file ...: Conflicting lock".
+            if "Could not set lock" not in str(error):
+                raise
+            if time.monotonic() + pause > deadline:
+                raise StoreBusyError(
+                    f"the cache file {path} stayed held by another process for {LOCK_WAIT_SECONDS:.0f} s "
+                    "(a run's step or another infercache command): run this again when it has "
+                    "finished. Runs launched from `infercache ui` take turns; a `dagster` command "
+                    "run without that instance's DAGSTER_HOME does not"
+                ) from error
+            time.sleep(pause)
+            pause = min(pause * 2, _LOCK_RETRY_MOST)
 
 
 def replace_partition(
@@ -150,27 +184,49 @@ def served_keys_of(con: duckdb.DuckDBPyConnection, table: str, partition: str) -
     return [key for (key,) in rows]
 
 
-def write_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame) -> int:
-    """Store new entries, each replacing any row with the same key.
+def write_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame) -> list[bytes]:
+    """Store new entries, each replacing any row with the same key, except a live row an
+    earlier partition wrote for the same request; returns the keys of the entries written.
 
     A replaced row's hit count and last hit carry over: a partition run again recomputes
     its answers but not the hits later days recorded on them (eviction ranks by those).
     Entries a run does not write again stay: a re-run whose landing files are gone or
     unreadable must not take answers already paid for.
+
+    A live row of an earlier partition (or one warmed with none) for the same request
+    stays as it is: the later partition asked the model only because its look-up ran
+    before that partition's write-back (two runs in turns, as Dagster's step pool lets
+    them). Taking the row over would move it to the later day, which then could never
+    see it again, not even when run again (a review's case); kept, a re-run of the later
+    day is served by it, as it would have been in order.
     """
     if not entries.height:
-        return 0
+        return []
     with transaction(con):
         con.register("new_entries", entries.to_arrow())
         try:
             con.execute(
                 """
-                CREATE OR REPLACE TEMP TABLE replaced_hits AS
-                SELECT key, hit_count, last_hit_at FROM cache_entries
-                WHERE key IN (SELECT key FROM new_entries)
+                CREATE OR REPLACE TEMP TABLE writing AS
+                SELECT n.* FROM new_entries n
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM cache_entries e
+                    WHERE e.key = n.key
+                      AND e.canonical_request = n.canonical_request
+                      AND e.expires_at > n.created_at
+                      AND n.source_partition IS NOT NULL
+                      AND (e.source_partition IS NULL OR e.source_partition < n.source_partition)
+                )
                 """
             )
-            con.execute("DELETE FROM cache_entries WHERE key IN (SELECT key FROM new_entries)")
+            con.execute(
+                """
+                CREATE OR REPLACE TEMP TABLE replaced_hits AS
+                SELECT key, hit_count, last_hit_at FROM cache_entries
+                WHERE key IN (SELECT key FROM writing)
+                """
+            )
+            con.execute("DELETE FROM cache_entries WHERE key IN (SELECT key FROM writing)")
             con.execute(
                 """
                 INSERT INTO cache_entries BY NAME
@@ -178,13 +234,15 @@ def write_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame) -> int:
                     n.hit_count + coalesce(r.hit_count, 0) AS hit_count,
                     coalesce(n.last_hit_at, r.last_hit_at) AS last_hit_at
                 )
-                FROM new_entries n LEFT JOIN replaced_hits r USING (key)
+                FROM writing n LEFT JOIN replaced_hits r USING (key)
                 """
             )
+            written = [key for (key,) in con.execute("SELECT key FROM writing").fetchall()]
             con.execute("DROP TABLE replaced_hits")
+            con.execute("DROP TABLE writing")
         finally:
             con.unregister("new_entries")
-    return entries.height
+    return written
 
 
 def clear_namespace(con: duckdb.DuckDBPyConnection, tenant: str, namespace: str) -> int:

@@ -86,12 +86,13 @@ class SemanticIndex:
 
     def add(self, rows: pl.DataFrame, vectors: np.ndarray, partition: str | None) -> int:
         """Add vectors for committed entries (key, semantic_scope, tenant, namespace, model,
-        model_version); a re-run of `partition` first removes what it added before, and a key
-        written again replaces its earlier vector (one vector a key, as one entry a key).
-        A vector with NaN or infinity is not indexed (LanceDB refuses it, and it would match
-        nothing): returns how many were."""
-        if partition is not None:
-            self._table.delete(f"source_partition = {literal(partition)}")
+        model_version), written by `partition`: a key written again replaces its earlier
+        vector (one vector a key, as one entry a key). The partition's other vectors stay,
+        as their entries do when a re-run does not write them again (it may now serve
+        those requests from the cache); a vector whose entry is gone is removed by the
+        write-back (storage.write_back.keys_without_live_entry). A vector with NaN or
+        infinity is not indexed (LanceDB refuses it, and it would match nothing): returns
+        how many were."""
         return self.add_stored(
             rows.with_columns(source_partition=pl.lit(partition, dtype=pl.String)), vectors
         )

@@ -85,7 +85,9 @@ def new_entries(
     ).drop("ttl_seconds")
 
 
-def commit_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame) -> int:
+def commit_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame) -> pl.DataFrame:
+    """Store the entries (storage.exact_store.write_entries); returns those written: not
+    the ones a live entry of an earlier partition already answers, whose vectors stay too."""
     columns = [
         "key",
         "tenant",
@@ -103,7 +105,8 @@ def commit_entries(con: duckdb.DuckDBPyConnection, entries: pl.DataFrame) -> int
         "device_seconds",
         "source_partition",
     ]
-    return write_entries(con, entries.select(columns))
+    written = write_entries(con, entries.select(columns))
+    return entries.filter(pl.col("key").is_in(pl.Series(written, dtype=pl.Binary)))
 
 
 def keys_without_live_entry(

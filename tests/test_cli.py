@@ -494,3 +494,62 @@ def test_calibrate_never_writes_into_the_tracked_configuration(tmp_path, monkeyp
     assert main([*calibrate, "--max-wrong-rate", "0.01"]) == 2
     assert "refusing to write tuned settings into the tracked configuration" in capsys.readouterr().err
     assert tracked.read_text() == before
+
+
+def test_the_instance_runs_one_run_at_a_time_and_an_older_default_is_brought_up_to_date(tmp_path):
+    """In the store pool alone, two runs of a backfill go step by step in turns (a review): the
+    instance the commands make queues whole runs one at a time. A dagster.yaml this command
+    wrote before is replaced; one a user edited is left as it is."""
+    import dagster as dg
+
+    from orchestration.cli import _INSTANCE_CONFIG_BEFORE, INSTANCE_CONFIG, _prepare_environment
+
+    def prepared(home: Path) -> Path:
+        with mock.patch.dict(os.environ, {"INFERCACHE_HOME": str(home)}):
+            os.environ.pop("DAGSTER_HOME", None)
+            _prepare_environment()
+        return home / "dagster" / "dagster.yaml"
+
+    fresh = prepared(tmp_path / "fresh")
+    assert fresh.read_text() == INSTANCE_CONFIG
+    with mock.patch.dict(os.environ, {"DAGSTER_HOME": str(fresh.parent)}):
+        with dg.DagsterInstance.get() as instance:
+            assert instance.get_concurrency_config().run_queue_config.max_concurrent_runs == 1
+    older = tmp_path / "older" / "dagster" / "dagster.yaml"
+    older.parent.mkdir(parents=True)
+    older.write_text(_INSTANCE_CONFIG_BEFORE)
+    assert prepared(tmp_path / "older").read_text() == INSTANCE_CONFIG
+    edited = tmp_path / "edited" / "dagster" / "dagster.yaml"
+    edited.parent.mkdir(parents=True)
+    edited.write_text("telemetry:\n  enabled: false\n")
+    assert prepared(tmp_path / "edited").read_text() == "telemetry:\n  enabled: false\n"
+
+
+def test_the_recompute_command_names_the_instance_its_steps_take_turns_in(monkeypatch):
+    """Without DAGSTER_HOME the printed `dagster` command ran under no pool, beside the runs."""
+    from orchestration.review import recompute_command
+
+    monkeypatch.setenv("DAGSTER_HOME", "/srv/my infercache/dagster")
+    command = recompute_command("2026-01-02")
+    assert command.startswith("DAGSTER_HOME='/srv/my infercache/dagster' dagster asset materialize ")
+    assert command.endswith("--partition 2026-01-02")
+
+
+def test_a_command_kept_from_the_cache_file_says_so_in_one_line(tmp_path, monkeypatch):
+    """report-wrong beside a step that held the file ended in DuckDB's traceback (a review)."""
+    import storage.exact_store as exact_store
+    from storage.exact_store import open_store
+    from tests.test_exact_store import _hold_the_file
+
+    with open_store(tmp_path / "cache.duckdb"):
+        pass
+    monkeypatch.setattr(exact_store, "LOCK_WAIT_SECONDS", 0.3)
+    holder = _hold_the_file(tmp_path / "cache.duckdb", 10)
+    try:
+        status, _, err = _main(tmp_path, "report-wrong", "--partition", "2026-01-02", "--request-id", "r1")
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)
+    assert status == 2
+    assert err.startswith("infercache report-wrong: the cache file ") and "Traceback" not in err
+    assert "run this again when it has finished" in err

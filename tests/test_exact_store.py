@@ -117,6 +117,34 @@ def test_rewriting_an_entry_replaces_its_answer_keeps_its_hits_and_the_others(tm
     assert rows == [("a", '{"v":2}', 2, now + timedelta(days=1)), ("b", "{}", 0, None)]
 
 
+def test_a_later_partition_never_takes_over_a_live_entry_an_earlier_one_wrote(tmp_path, now):
+    """Two runs in turns (day 2's look-up before day 1's write-back) both answer "a": day 1's
+    entry stays day 1's, with its answer and hits, so day 2 run again is served by it. An
+    earlier day's expired entry, a re-run of the same day and an earlier day writing over a
+    later one's still replace the row."""
+    a, b, c = identity("a"), identity("b"), identity("c")
+    a_key = cache_key(canonical_request(a))
+    with open_store(tmp_path / "cache.duckdb") as con:
+        write_entries(con, entry_rows([a], ['{"day":1}'], now, partition="2026-01-01"))
+        write_entries(con, entry_rows([b], ['{"day":1}'], now, ttl_seconds=60, partition="2026-01-01"))
+        write_entries(con, entry_rows([c], ['{"day":3}'], now, partition="2026-01-03"))
+        record_hits(con, [a_key], now)
+        later = now + timedelta(minutes=5)  # b's entry has expired by then
+        written = write_entries(con, entry_rows([a, b, c], ['{"day":2}'] * 3, later, partition="2026-01-02"))
+        rows = con.execute(
+            "SELECT input_text, answer_json, source_partition, hit_count FROM cache_entries ORDER BY 1"
+        ).fetchall()
+        assert written == [cache_key(canonical_request(x)) for x in (b, c)]
+        assert rows == [
+            ("a", '{"day":1}', "2026-01-01", 1),
+            ("b", '{"day":2}', "2026-01-02", 0),
+            ("c", '{"day":2}', "2026-01-02", 0),
+        ]
+        assert lookup_exact(con, request_rows([a]), later, before_partition="2026-01-02")["hit"][0]
+        # The same day run again replaces its own entry.
+        assert write_entries(con, entry_rows([a], ['{"again":1}'], later, partition="2026-01-01")) == [a_key]
+
+
 def test_a_look_up_run_again_counts_its_hits_once(tmp_path, now):
     a_key = cache_key(canonical_request(identity("a")))
     b_key = cache_key(canonical_request(identity("b")))
@@ -157,3 +185,52 @@ def test_clear_namespace_touches_only_that_tenant_and_namespace(tmp_path, now):
         assert clear_namespace(con, "acme", "faq") == 1
         left = con.execute("SELECT tenant, namespace FROM cache_entries ORDER BY ALL").fetchall()
     assert left == [("acme", "other"), ("globex", "faq")]
+
+
+def _hold_the_file(path, seconds: float):
+    """Another process that holds the cache file for `seconds` (DuckDB locks it per process)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import duckdb, sys, time\n"
+        "con = duckdb.connect(sys.argv[1])\n"
+        "print('held', flush=True)\n"
+        "time.sleep(float(sys.argv[2]))\n"
+        "con.close()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(path), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout.readline().strip() == "held"
+    return child
+
+
+def test_an_open_waits_while_another_process_holds_the_file_then_says_what_to_do(tmp_path, monkeypatch):
+    """A step held the file while a command opened it: both failed at once with DuckDB's lock
+    error (a review). An open now waits for the file, and past its wait says what happened."""
+    import time
+
+    import pytest
+
+    import storage.exact_store as exact_store
+
+    path = tmp_path / "cache.duckdb"
+    with open_store(path):
+        pass
+    child = _hold_the_file(path, 1.5)
+    started = time.monotonic()
+    with open_store(path) as con:  # waits until the other process lets go
+        assert con.execute("SELECT count(*) FROM cache_entries").fetchall() == [(0,)]
+    assert time.monotonic() - started > 0.5
+    child.wait(timeout=30)
+
+    monkeypatch.setattr(exact_store, "LOCK_WAIT_SECONDS", 0.5)
+    child = _hold_the_file(path, 10)
+    try:
+        with pytest.raises(exact_store.StoreBusyError, match="held by another process.*run this again"):
+            with open_store(path):
+                pass
+    finally:
+        child.kill()
+        child.wait(timeout=30)

@@ -500,7 +500,11 @@ def test_turning_semantic_reuse_on_indexes_the_entries_written_while_it_was_off(
     lookups = _metadata(again, "semantic_lookups")
     assert (lookups["vectors_backfilled"], lookups["entries_kept_exact_only"]) == (0, 0)
     assert _report(again)["semantic_hits"] == 1
-    assert resource.semantic_index("all-MiniLM-L6-v2").count() == 2
+    # Day 1's two, and the entry day 2's first run wrote for its miss: served now, so not
+    # written again, and kept, as is its vector (it was dropped once, the entry left without).
+    assert resource.semantic_index("all-MiniLM-L6-v2").count() == 3
+    stored = _query(tmp_path, "SELECT key FROM cache_entries WHERE input_text NOT LIKE '我%'")["key"]
+    assert set(stored.to_list()) == set(resource.semantic_index("all-MiniLM-L6-v2").keys()["key"].to_pylist())
 
 
 def test_a_multilingual_namespace_answers_each_language_from_its_own(tmp_path):
@@ -751,3 +755,59 @@ def test_after_a_model_upgrade_a_recompute_from_the_look_ups_stops_and_the_old_d
     )
     figures = _report(report)
     assert figures["device_seconds_used"] > 0 and figures["device_cost_usd"] > 0
+
+
+def test_two_days_run_in_turns_keep_the_earlier_days_entries_and_a_re_run_is_served_by_them(tmp_path):
+    """Dagster's store pool lets two runs go step by step in turns (day 1's look-up, day 2's,
+    ..., day 1's write-back, day 2's): day 2 then asks the model what day 1 was about to
+    store. Day 1's entry must stay day 1's (a review saw day 2 take it over, so that day 2 run
+    again could never be served by it), and the re-run must not take the vectors of the
+    entries it no longer writes (a review saw one left without its vector)."""
+    from storage.config import write_namespace_override
+
+    # Verification off: this is about the order of writes, not the verifier.
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {"verify": False}})
+    day_one = [_faq("a1", "How do I reset my password?"), _faq("a2", "What are your opening hours?")]
+    _land(tmp_path, DAY1, day_one)
+    _land(
+        tmp_path,
+        DAY2,
+        [
+            _faq("b1", "What are your opening hours?"),  # day 1 stores it after day 2's look-up
+            _faq("b2", "How can I reset my password?"),  # day 1's "How do I ..." serves it on the re-run
+            _faq("b3", "Do you ship internationally?"),
+        ],
+    )
+    resource = InferCacheResource(home=str(tmp_path))
+    instance = dg.DagsterInstance.ephemeral()
+    steps = [asset.key.path[-1] for asset in PARTITION_FLOW_ASSETS]  # in the flow's order
+    write_back = {}
+    for step in steps:
+        for day in (DAY1, DAY2):
+            result = dg.materialize(
+                PARTITION_FLOW_ASSETS,
+                selection=[step],
+                partition_key=day,
+                instance=instance,
+                resources={"infercache": resource},
+            )
+            if step == "cache_write_back":
+                write_back[day] = _metadata(result, "cache_write_back")
+    assert write_back[DAY2]["entries_kept_from_earlier_partitions"] == 1
+    assert write_back[DAY2]["entries_written"] == 2
+    owner = _query(tmp_path, "SELECT input_text, source_partition FROM cache_entries ORDER BY 1").rows()
+    assert owner == [
+        ("Do you ship internationally?", DAY2),
+        ("How can I reset my password?", DAY2),
+        ("How do I reset my password?", DAY1),
+        ("What are your opening hours?", DAY1),
+    ]
+
+    report = _report(_materialize(resource, DAY2, instance))
+    paths = _query(
+        tmp_path, "SELECT request_id, path FROM request_outcomes WHERE partition = ? ORDER BY 1", [DAY2]
+    ).rows()
+    assert paths == [("b1", "exact"), ("b2", "semantic"), ("b3", "model")], report
+    indexed = set(resource.semantic_index("all-MiniLM-L6-v2").keys()["key"].to_pylist())
+    stored = _query(tmp_path, "SELECT key, input_text FROM cache_entries").rows()
+    assert [text for key, text in stored if key not in indexed] == []
