@@ -165,10 +165,19 @@ def cache_write_back(context: dg.AssetExecutionContext, infercache: InferCacheRe
             [partition],
         ).fetchall()
     with_vectors = entries.join(vectors, on="key", how="inner")
+    # Entries stored without a vector (their namespace keeps semantic reuse off now, or their
+    # text is exact-only): a vector an earlier run of the partition indexed for one goes, as
+    # its size_bytes no longer counts it (a review saw it kept, uncounted, for good).
+    without_vectors = entries.join(vectors, on="key", how="anti")
     indexed = not_indexed = removed = 0
     for name in embedding_models:
         group = with_vectors.filter(pl.col("embedding_model") == name)
         index = infercache.semantic_index(name)
+        unvectored = without_vectors.filter(pl.col("embedding_model") == name)["key"].to_list()
+        if unvectored:
+            before = index.count()
+            index.delete_keys(unvectored)
+            removed += before - index.count()
         added = index.add(group, np.asarray(group["vector"].to_list(), dtype=np.float32), partition)
         indexed, not_indexed = indexed + added, not_indexed + group.height - added
         # After the add: what this write-back evicted, what expired, and what an earlier

@@ -195,7 +195,7 @@ def replay_points(
     verify = faithful or verify
 
     def remembered(pairs: list[tuple[str, str]], at_least=None) -> np.ndarray:
-        # In float32 scored without `at_least`: one score serves every verify threshold.
+        # Without a second reading near a cut, scored without `at_least`: one score serves every threshold.
         bars = list(at_least) if per_threshold and at_least is not None else [0.0] * len(pairs)
         asked = list(zip(pairs, bars, strict=True))
         new = list(dict.fromkeys(a for a in asked if a not in scored))
@@ -238,9 +238,10 @@ def replay_points(
 
 
 def per_threshold_verify(verify):
-    """Where `verify` is a bfloat16 verifier's, which scores a pair near the threshold it is
-    held to again in float32 (inference.pair_verifier.BFLOAT16_LOGIT_NOISE; the pipeline
-    passes the threshold), so that a score serves one verify threshold only: the same
+    """Where `verify` is a verifier's that scores a pair near the threshold it is held to
+    again, in float32 and alone (inference.pair_verifier.BFLOAT16_LOGIT_NOISE in bfloat16,
+    FLOAT32_LOGIT_NOISE in float32; the pipeline passes the threshold), so that a score
+    serves one verify threshold only: the same
     verifier keeping its stages' scores for the run (each pair read once a stage, whatever
     the thresholds asked). None where one score serves every threshold."""
     verifier = getattr(verify, "__self__", None)

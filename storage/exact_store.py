@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +21,7 @@ from storage.schema import TABLES, migrate
 # that held the file through a look-up's embedding and verifier made both fail (a review).
 LOCK_WAIT_SECONDS = 300.0
 _LOCK_RETRY_FIRST, _LOCK_RETRY_MOST = 0.05, 2.0
+_LOCK_HOLDER = re.compile(r"Conflicting lock is held in .*?\(PID (\d+)\)")
 
 
 class StoreBusyError(RuntimeError):
@@ -50,17 +53,23 @@ def _connect_when_free(path: Path, read_only: bool) -> duckdb.DuckDBPyConnection
         try:
             return duckdb.connect(str(path), read_only=read_only)
         except duckdb.IOException as error:
-            # DuckDB says so in words only: "Could not set lock on file ...: Conflicting lock".
-            if "Could not set lock" not in str(error):
+            # DuckDB says so in words only: "Could not set lock on file ...: Conflicting lock
+            # is held in PROGRAM (PID 1234) ...". Only a holder it names is waited for: a
+            # filesystem that cannot lock at all gives the same words with PID 0 (a review),
+            # and no wait would help there.
+            holder = _LOCK_HOLDER.search(str(error))
+            if holder is None or int(holder.group(1)) in (0, os.getpid()):
                 raise
-            if time.monotonic() + pause > deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 raise StoreBusyError(
-                    f"the cache file {path} stayed held by another process for {LOCK_WAIT_SECONDS:.0f} s "
-                    "(a run's step or another infercache command): run this again when it has "
-                    "finished. Runs launched from `infercache ui` take turns; a `dagster` command "
-                    "run without that instance's DAGSTER_HOME does not"
+                    f"the cache file {path} stayed held by another process for "
+                    f"{LOCK_WAIT_SECONDS:.0f} s ({holder.group(0)}: a run's step or another "
+                    "infercache command): run this again when it has finished. Runs launched "
+                    "from `infercache ui` take turns; a `dagster` command run without that "
+                    "instance's DAGSTER_HOME does not"
                 ) from error
-            time.sleep(pause)
+            time.sleep(min(pause, left))
             pause = min(pause * 2, _LOCK_RETRY_MOST)
 
 

@@ -234,3 +234,32 @@ def test_an_open_waits_while_another_process_holds_the_file_then_says_what_to_do
     finally:
         child.kill()
         child.wait(timeout=30)
+
+
+def test_a_file_that_cannot_be_locked_at_all_fails_at_once_with_duckdbs_words(tmp_path, monkeypatch):
+    """A filesystem without lock support makes DuckDB say "Conflicting lock is held in PID 0":
+    no process to wait for, so the open fails at once with DuckDB's error (a review saw it wait
+    the whole LOCK_WAIT_SECONDS and blame another process). DuckDB's connect is replaced by
+    one raising that error, as no such filesystem can be mounted here."""
+    import time
+
+    import duckdb
+    import pytest
+
+    import storage.exact_store as exact_store
+
+    calls = []
+
+    def refused(*args, **kwargs):
+        calls.append(args)
+        raise duckdb.IOException(
+            f'IO Error: Could not set lock on file "{tmp_path}/cache.duckdb": '
+            "Conflicting lock is held in PID 0."
+        )
+
+    monkeypatch.setattr(exact_store.duckdb, "connect", refused)
+    started = time.monotonic()
+    with pytest.raises(duckdb.IOException, match="PID 0"):
+        with open_store(tmp_path / "cache.duckdb"):
+            pass
+    assert len(calls) == 1 and time.monotonic() - started < 1

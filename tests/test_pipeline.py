@@ -811,3 +811,30 @@ def test_two_days_run_in_turns_keep_the_earlier_days_entries_and_a_re_run_is_ser
     indexed = set(resource.semantic_index("all-MiniLM-L6-v2").keys()["key"].to_pylist())
     stored = _query(tmp_path, "SELECT key, input_text FROM cache_entries").rows()
     assert [text for key, text in stored if key not in indexed] == []
+
+
+def test_a_re_run_with_semantic_reuse_off_takes_the_vectors_its_first_run_indexed(tmp_path):
+    """The re-run writes its entries again without vectors (reuse off) and their size stops
+    counting one: the vectors its first run indexed go too (a review saw them kept,
+    uncounted by capacity, for good)."""
+    from storage.config import write_namespace_override
+
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {"verify": False}})
+    _land(
+        tmp_path,
+        DAY1,
+        [_faq("a1", "How do I reset my password?"), _faq("a2", "What are your opening hours?")],
+    )
+    resource = InferCacheResource(home=str(tmp_path))
+    _materialize(resource, DAY1, dg.DagsterInstance.ephemeral())
+    vector_bytes = (
+        "SELECT size_bytes - octet_length(key) - strlen(canonical_request) - strlen(answer_json)"
+        " FROM cache_entries ORDER BY input_text"
+    )
+    assert _query(tmp_path, vector_bytes).rows() == [(384 * 4,), (384 * 4,)]
+    assert resource.semantic_index("all-MiniLM-L6-v2").count() == 2
+    write_namespace_override(tmp_path, "demo-faq-answers", {"semantic": {"enabled": False}})
+    again = _materialize(resource, DAY1, dg.DagsterInstance.ephemeral())
+    assert _query(tmp_path, vector_bytes).rows() == [(0,), (0,)]
+    assert resource.semantic_index("all-MiniLM-L6-v2").count() == 0
+    assert _metadata(again, "cache_write_back")["vectors_removed"] == 2
