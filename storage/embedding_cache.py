@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from storage.keys import normalized_text, text_hash
 from storage.lance_tables import connect, literal, open_table, table_name, vector_field
+from storage.safe_files import exclusive_lock
 
 # LanceDB filters are strings; keep each IN list to a size the planner handles well.
 _LOOKUP_CHUNK = 1000
@@ -27,9 +28,10 @@ class EmbeddingCache:
         self.dimension = dimension
         self.model_fingerprint = model_fingerprint
         schema = pa.schema([pa.field("text_hash", pa.string()), vector_field(dimension)])
-        self._table = open_table(
-            connect(folder), table_name("embeddings", embedding_model), schema, model_fingerprint
-        )
+        name = table_name("embeddings", embedding_model)
+        self._table = open_table(connect(folder), name, schema, model_fingerprint)
+        # Held while new vectors are checked against the table and appended (put_missing).
+        self._append_lock = Path(folder) / f".{name}.append.lock"
 
     def get(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
@@ -61,6 +63,18 @@ class EmbeddingCache:
             )
         )
 
+    def put_missing(self, hashes: Sequence[str], vectors: np.ndarray) -> dict[str, np.ndarray]:
+        """Append the vectors of the hashes the table does not hold yet; returns the vectors
+        it already held for the others. Two processes that embed one new text at once (a run
+        and `calibrate`, say) both find it missing and both embed it: under the lock the
+        second finds the first's row and appends nothing, where a plain append stored the
+        text twice, and it uses the stored vector, so a text has one vector everywhere."""
+        with exclusive_lock(self._append_lock):
+            present = self.get(hashes)
+            new = [i for i, h in enumerate(hashes) if h not in present]
+            self.put([hashes[i] for i in new], np.asarray(vectors)[new])
+        return present
+
     def count(self) -> int:
         return self._table.count_rows()
 
@@ -77,8 +91,9 @@ class EmbeddingCache:
         missing = {h: normalized_text(t) for h, t in zip(hashes, texts, strict=True) if h not in cached}
         if missing:
             new_vectors = np.asarray(embed(list(missing.values())), dtype=np.float32)
-            self.put(list(missing), new_vectors)
+            stored_meanwhile = self.put_missing(list(missing), new_vectors)
             cached.update(zip(missing, new_vectors, strict=True))
+            cached.update(stored_meanwhile)
         matrix = (
             np.stack([cached[h] for h in hashes])
             if hashes

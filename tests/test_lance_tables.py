@@ -164,3 +164,26 @@ def test_requests_naming_an_embedding_model_no_longer_configured_fail_clearly():
     with pytest.raises(dg.Failure, match="of 2026-03-01 name the embedding model 'gone-model'"):
         current_embeddings(requests, "2026-03-01", fingerprint_of)
     assert current_embeddings(requests, "2026-03-01", lambda name: "sha256:old") is requests
+
+
+def test_two_writers_embedding_one_new_text_at_once_store_it_once(tmp_path):
+    """A run and `calibrate` both find a text missing and both embed it: the one that
+    appends second finds the first's row and stores nothing (a plain append had stored the
+    text twice), and uses the stored vector, so the text has one vector everywhere. The
+    other writer is a second cache object finishing while the first embeds (a review's case;
+    the lock excludes threads as it does processes)."""
+    first, other = EmbeddingCache(tmp_path, "my-model", 4), EmbeddingCache(tmp_path, "my-model", 4)
+    texts = ["cancel my order", "track my parcel"]
+
+    def embed_while_the_other_finishes(batch):
+        other.embed(batch, lambda inner: np.full((len(inner), 4), 2.0, dtype=np.float32))
+        return np.ones((len(batch), 4), dtype=np.float32)
+
+    matrix, embedded = first.embed(texts, embed_while_the_other_finishes)
+    assert embedded == 2  # both texts were embedded here too: the work is done twice, not the rows
+    assert first.count() == 2
+    np.testing.assert_array_equal(matrix, np.full((2, 4), 2.0))
+    # A text only one of them embeds is appended as before.
+    again, embedded = first.embed([*texts, "reset my password"], lambda batch: np.ones((len(batch), 4)))
+    assert embedded == 1 and first.count() == 3
+    np.testing.assert_array_equal(again[2], np.ones(4))
