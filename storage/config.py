@@ -160,7 +160,7 @@ class Settings:
         own = copy.deepcopy(self.tenant_overrides.get(tenant, {}).get(name, {}))
         if (own.get("calibration") or {}).get("result") == NO_SETTING_MET:
             tracked = self.tracked_tenant_overrides.get(tenant, {}).get(name, {}).get("semantic") or {}
-            semantic = own.get("semantic") or {}
+            semantic = own.setdefault("semantic", {})
             semantic.pop("enabled", None)
             if "enabled" in tracked:
                 semantic["enabled"] = tracked["enabled"]

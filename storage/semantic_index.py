@@ -128,15 +128,21 @@ class SemanticIndex:
 
     def keys_in_scopes(self, scopes: list[str]) -> pa.Table:
         """The keys (column `key`) of every vector in these scopes, whatever its partition."""
-        parts = [
-            self._table.search()
-            .where(self._scope_filter(scopes[start : start + SCOPES_PER_READ], None))
-            .select(["key"])
-            .limit(None)
-            .to_arrow()
-            for start in range(0, len(scopes), SCOPES_PER_READ)
-        ]
+        parts = [table for _, table in self._read_scopes(scopes, ["key"], None)]
         return pa.concat_tables(parts) if parts else pa.table({"key": pa.array([], pa.binary())})
+
+    def _read_scopes(self, scopes: list[str], columns: list[str], before_partition: str | None):
+        """(scopes, rows read) for each SCOPES_PER_READ of `scopes`, in one filtered scan each."""
+        for start in range(0, len(scopes), SCOPES_PER_READ):
+            chunk = scopes[start : start + SCOPES_PER_READ]
+            yield (
+                chunk,
+                self._table.search()
+                .where(self._scope_filter(chunk, before_partition))
+                .select(columns)
+                .limit(None)
+                .to_arrow(),
+            )
 
     def _maintain_indices(self) -> None:
         """Build indices once the table is large enough for them to pay, and refresh them
@@ -276,15 +282,7 @@ class SemanticIndex:
                 whole = self._table.search().select(SCOPE_COLUMNS).limit(None).to_arrow()
                 found |= self._split(whole, wanted, before_partition)
             else:
-                for start in range(0, len(wanted), SCOPES_PER_READ):
-                    chunk = wanted[start : start + SCOPES_PER_READ]
-                    table = (
-                        self._table.search()
-                        .where(self._scope_filter(chunk, before_partition))
-                        .select(SCOPE_COLUMNS)
-                        .limit(None)
-                        .to_arrow()
-                    )
+                for chunk, table in self._read_scopes(wanted, SCOPE_COLUMNS, before_partition):
                     found |= self._split(table, chunk, before_partition)
             for scope in wanted:
                 self._scope_cache[(version, scope, before_partition)] = found[scope]

@@ -92,3 +92,22 @@ def sensor_tick(sensor, instance, cursor: str | None, tag: str) -> tuple[list[tu
         (request.partition_key, request.run_key, request.tags.get(tag)) for request in result.run_requests
     ]
     return requested, result.cursor
+
+
+def hold_the_file(path, seconds: float):
+    """Another process that holds the cache file for `seconds` (DuckDB locks it per process)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import duckdb, sys, time\n"
+        "con = duckdb.connect(sys.argv[1])\n"
+        "print('held', flush=True)\n"
+        "time.sleep(float(sys.argv[2]))\n"
+        "con.close()\n"
+    )
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(path), str(seconds)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout.readline().strip() == "held"
+    return child

@@ -539,12 +539,12 @@ def test_a_command_kept_from_the_cache_file_says_so_in_one_line(tmp_path, monkey
     """report-wrong beside a step that held the file ended in DuckDB's traceback (a review)."""
     import storage.exact_store as exact_store
     from storage.exact_store import open_store
-    from tests.test_exact_store import _hold_the_file
+    from tests.helpers import hold_the_file
 
     with open_store(tmp_path / "cache.duckdb"):
         pass
     monkeypatch.setattr(exact_store, "LOCK_WAIT_SECONDS", 0.3)
-    holder = _hold_the_file(tmp_path / "cache.duckdb", 10)
+    holder = hold_the_file(tmp_path / "cache.duckdb", 10)
     try:
         status, _, err = _main(tmp_path, "report-wrong", "--partition", "2026-01-02", "--request-id", "r1")
     finally:

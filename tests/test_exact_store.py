@@ -14,7 +14,7 @@ from storage.exact_store import (
     write_entries,
 )
 from storage.keys import cache_key, canonical_request
-from tests.helpers import entry_rows, identity, request_rows
+from tests.helpers import entry_rows, hold_the_file, identity, request_rows
 
 
 def test_identical_request_hits_and_other_requests_miss(tmp_path, now):
@@ -187,25 +187,6 @@ def test_clear_namespace_touches_only_that_tenant_and_namespace(tmp_path, now):
     assert left == [("acme", "other"), ("globex", "faq")]
 
 
-def _hold_the_file(path, seconds: float):
-    """Another process that holds the cache file for `seconds` (DuckDB locks it per process)."""
-    import subprocess
-    import sys
-
-    script = (
-        "import duckdb, sys, time\n"
-        "con = duckdb.connect(sys.argv[1])\n"
-        "print('held', flush=True)\n"
-        "time.sleep(float(sys.argv[2]))\n"
-        "con.close()\n"
-    )
-    child = subprocess.Popen(
-        [sys.executable, "-c", script, str(path), str(seconds)], stdout=subprocess.PIPE, text=True
-    )
-    assert child.stdout.readline().strip() == "held"
-    return child
-
-
 def test_an_open_waits_while_another_process_holds_the_file_then_says_what_to_do(tmp_path, monkeypatch):
     """A step held the file while a command opened it: both failed at once with DuckDB's lock
     error (a review). An open now waits for the file, and past its wait says what happened."""
@@ -218,7 +199,7 @@ def test_an_open_waits_while_another_process_holds_the_file_then_says_what_to_do
     path = tmp_path / "cache.duckdb"
     with open_store(path):
         pass
-    child = _hold_the_file(path, 1.5)
+    child = hold_the_file(path, 1.5)
     started = time.monotonic()
     with open_store(path) as con:  # waits until the other process lets go
         assert con.execute("SELECT count(*) FROM cache_entries").fetchall() == [(0,)]
@@ -226,7 +207,7 @@ def test_an_open_waits_while_another_process_holds_the_file_then_says_what_to_do
     child.wait(timeout=30)
 
     monkeypatch.setattr(exact_store, "LOCK_WAIT_SECONDS", 0.5)
-    child = _hold_the_file(path, 10)
+    child = hold_the_file(path, 10)
     try:
         with pytest.raises(exact_store.StoreBusyError, match="held by another process.*run this again"):
             with open_store(path):
