@@ -50,6 +50,10 @@ class CausalLM:
         prompt = len(self.tokenizer(call.prefix + call.input)["input_ids"])
         return prompt + self._max_new(call)
 
+    def generation_tokens(self, call: ModelCall) -> int:
+        """The part of token_count the call generates (the batcher prices padding with it)."""
+        return self._max_new(call)
+
     def run_batch(self, calls: list[ModelCall]) -> list[CallResult]:
         results: list[CallResult | None] = [None] * len(calls)
         runnable = []
@@ -63,21 +67,30 @@ class CausalLM:
                 )
             else:
                 runnable.append(i)
-        if runnable:
-            prompts = [calls[i].prefix + calls[i].input for i in runnable]
-            longest = max(self._max_new(calls[i]) for i in runnable)
-            encoded = self.tokenizer(prompts, return_tensors="pt", padding=True)
-            with torch.inference_mode():
-                generated = self.model.generate(
-                    **encoded,
-                    max_new_tokens=longest,
-                    do_sample=False,
-                    pad_token_id=self.tokenizer.pad_token_id,
-                )
-            new_tokens = generated[:, encoded["input_ids"].shape[1] :]
-            for row, i in enumerate(runnable):
-                own = new_tokens[row, : self._max_new(calls[i])]
-                own = own[own != self.tokenizer.pad_token_id]
-                text = self.tokenizer.decode(own, skip_special_tokens=True)
-                results[i] = CallResult({"text": text, "completion_tokens": int(own.numel())})
+        # One generation per length asked for: generate() pads every row to the longest
+        # prompt and runs every row as long as the longest max_new_tokens, so rows that fit
+        # the context alone could overrun it together (a long prompt beside a long answer).
+        by_length: dict[int, list[int]] = {}
+        for i in runnable:
+            by_length.setdefault(self._max_new(calls[i]), []).append(i)
+        for max_new, rows in by_length.items():
+            for i, answer in zip(rows, self._generate([calls[i] for i in rows], max_new), strict=True):
+                results[i] = answer
         return results  # type: ignore[return-value]  # every slot is filled above
+
+    def _generate(self, calls: list[ModelCall], max_new: int) -> list[CallResult]:
+        prompts = [call.prefix + call.input for call in calls]
+        encoded = self.tokenizer(prompts, return_tensors="pt", padding=True)
+        with torch.inference_mode():
+            generated = self.model.generate(
+                **encoded,
+                max_new_tokens=max_new,
+                do_sample=False,
+                pad_token_id=self.tokenizer.pad_token_id,
+            )
+        answers = []
+        for own in generated[:, encoded["input_ids"].shape[1] :]:
+            own = own[own != self.tokenizer.pad_token_id]
+            text = self.tokenizer.decode(own, skip_special_tokens=True)
+            answers.append(CallResult({"text": text, "completion_tokens": int(own.numel())}))
+        return answers

@@ -1,6 +1,7 @@
 """Backends and batching: the tiny seeded LM, the MiniLM zero-shot classifier, the batcher."""
 
 import json
+import sys
 
 import polars as pl
 import pytest
@@ -126,6 +127,90 @@ def test_out_of_memory_halves_the_batch_and_retries():
     assert [r.result.answer["echo"] for r in results] == [str(i) for i in range(8)]
     assert backend.batch_sizes[0] == 8 and max(backend.batch_sizes[1:]) <= 4
     assert all(r.device_seconds >= 0 for r in results)
+
+
+def test_retries_after_out_of_memory_run_outside_the_failed_attempts_exception():
+    """While an except clause runs, its traceback keeps the failed attempt's frames (and on a
+    device their tensors) alive: a retry from inside it ran beside the memory that failed."""
+
+    class RecordsHandling(FlakyBackend):
+        handling: list[bool] = []
+
+        def run_batch(self, calls):
+            self.handling.append(sys.exc_info()[0] is not None)
+            return super().run_batch(calls)
+
+    backend = RecordsHandling(fits=1)
+    results = run_calls(backend, [ModelCall("", str(i)) for i in range(4)], max_batch_size=4)
+    assert [r.result.answer["echo"] for r in results] == ["0", "1", "2", "3"]
+    assert backend.batch_sizes == [4, 2, 1, 1, 2, 1, 1]
+    assert backend.handling == [False] * 7
+
+
+def test_every_attempt_s_device_time_is_charged_and_a_refused_call_costs_nothing(monkeypatch):
+    """A stepped clock: each attempt takes one second a call it holds. The attempts that ran
+    out of memory are device time too (before, only the successful ones were counted), and
+    a call the backend refused without computing it takes no share of its batch."""
+    import inference.batcher
+
+    clock = [0.0]
+    monkeypatch.setattr(inference.batcher, "_clock", lambda: clock[0])
+
+    class Timed(FlakyBackend):
+        def run_batch(self, calls):
+            clock[0] += len(calls)
+            return super().run_batch(calls)
+
+    backend = Timed(fits=2)
+    calls = [ModelCall("", str(i)) for i in range(3)] + [ModelCall("", "poison")]
+    results = run_calls(backend, calls, max_batch_size=4)
+    assert backend.batch_sizes == [4, 2, 2]
+    assert sum(r.device_seconds for r in results) == pytest.approx(clock[0]) == 8.0
+    # The refused call pays its share of the failed attempt of 4 (1 s), none of the batch of 2
+    # it was refused in; the call beside it pays that whole batch (2 s) and 1 s of the 4.
+    assert [r.device_seconds for r in results] == pytest.approx([2.0, 2.0, 3.0, 1.0])
+    assert results[3].result.error == "refused"
+
+
+def test_a_batch_is_priced_by_its_longest_prompt_plus_its_longest_generation():
+    # Each call fits the budget of 1,000 alone and by its own total (prompt + generation),
+    # but together every row is padded to 600 prompt tokens and generates 390: 1,980.
+    assert plan_batches([610, 400], ["", ""], max_batch_tokens=1000, generation_tokens=[10, 390]) == [
+        [0],
+        [1],
+    ]
+    # Without generation lengths the whole count reads as prompt, as before.
+    assert plan_batches([610, 400], ["", ""], max_batch_tokens=1300) == [[1, 0]]
+    # Calls asking for the same generation length batch together first.
+    order = plan_batches([20, 20, 20, 20], ["", "", "", ""], generation_tokens=[5, 9, 5, 9])
+    assert order == [[0, 2, 1, 3]]
+
+
+def test_rows_that_fit_the_context_alone_are_answered_as_alone_when_batched_together(tiny_lm):
+    """A long prompt with a short answer beside a short prompt with a long answer: padded to
+    one generation they would run past the tiny model's context of 1,024 positions."""
+    calls = [
+        ModelCall("", "a" * 600, {"max_new_tokens": 2}),
+        ModelCall("", "how do I reset my password", {"max_new_tokens": 480}),
+    ]
+    assert all(tiny_lm.token_count(c) <= tiny_lm.context_tokens for c in calls)
+    assert sum(tiny_lm.token_count(c) for c in calls) > tiny_lm.context_tokens
+    lengths = []
+    generate = tiny_lm.model.generate
+
+    def recording_generate(**kwargs):
+        out = generate(**kwargs)
+        lengths.append(out.shape[1])
+        return out
+
+    tiny_lm.model.generate = recording_generate
+    try:
+        together = tiny_lm.run_batch(calls)
+        alone = [tiny_lm.run_batch([c])[0] for c in calls]
+    finally:
+        del tiny_lm.model.generate
+    assert together == alone and all(r.answer is not None for r in together)
+    assert max(lengths) <= tiny_lm.context_tokens
 
 
 def _misses(keys, inputs, model="m", params_json="{}"):
