@@ -15,8 +15,13 @@ from storage.exact_store import replace_partition
 
 _OUTCOMES_QUERY = """
 WITH call_costs AS (
-    -- Mean measured device seconds of one model call, per model version, over all partitions.
-    SELECT k.model, k.model_version, avg(o.device_seconds) AS mean_call_seconds
+    -- Mean measured device seconds of one model call, per model version, over this partition
+    -- and the ones before it, so a day's savings stay as reported when later days run (over
+    -- every partition, a backfill of later days rewrote them); over all partitions only for a
+    -- version with no call measured up to this one (a day answered wholly from a warm cache).
+    SELECT k.model, k.model_version,
+           coalesce(avg(o.device_seconds) FILTER (k.partition <= $partition), avg(o.device_seconds))
+               AS mean_call_seconds
     FROM inference_outputs o JOIN model_requests k USING (partition, request_id)
     WHERE o.path = 'model'
     GROUP BY ALL
