@@ -60,7 +60,18 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
     started = time.perf_counter()
     leaders = fold_lookalike_misses(misses, verify, blocked) if misses.height else {}
     lookalike_seconds = time.perf_counter() - started
-    outputs = answer_misses(misses, infercache.backend, leaders)
+    backends_used: dict[int, tuple[object, int]] = {}
+
+    def backend_for(model: str, version: str):
+        # Each backend's reuse count before this partition: a loaded backend is kept across runs.
+        backend, limits = infercache.backend(model, version)
+        backends_used.setdefault(id(backend), (backend, getattr(backend, "prefix_tokens_reused", 0)))
+        return backend, limits
+
+    outputs = answer_misses(misses, backend_for, leaders)
+    prefix_tokens_reused = sum(
+        getattr(backend, "prefix_tokens_reused", 0) - before for backend, before in backends_used.values()
+    )
     with open_store(infercache.locations.duckdb_path) as con:
         replace_partition(
             con, "inference_outputs", partition, outputs.with_columns(partition=pl.lit(partition))
@@ -78,6 +89,8 @@ def inference_outputs(context: dg.AssetExecutionContext, infercache: InferCacheR
             "failed": counts.get("failed", 0),
             "device_seconds": float(outputs["device_seconds"].sum()) if outputs.height else 0.0,
             "batches": outputs.filter(pl.col("batch_index") >= 0)["batch_index"].n_unique(),
+            # Token positions of shared prefixes not prefilled again (the prefix KV cache).
+            "prefix_tokens_reused": prefix_tokens_reused,
             **verifier_counts(verifier),
         }
     )

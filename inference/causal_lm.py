@@ -11,6 +11,9 @@ from inference.base import CallResult, ModelCall
 from inference.tiny_lm import build_tiny_lm
 
 DEFAULT_MAX_NEW_TOKENS = 32
+# Calls of one prefix share its prefill (a prefix KV cache) where they share at least this
+# many leading tokens; under it the cache's own pass costs about what it saves.
+MIN_SHARED_TOKENS = 16
 
 
 class CausalLM:
@@ -22,6 +25,8 @@ class CausalLM:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.max_new_tokens = max_new_tokens
         self.context_tokens = int(getattr(model.config, "max_position_embeddings", 2048))
+        # Token positions not prefilled again thanks to the prefix KV cache (all batches so far).
+        self.prefix_tokens_reused = 0
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> CausalLM:
@@ -79,18 +84,73 @@ class CausalLM:
         return results  # type: ignore[return-value]  # every slot is filled above
 
     def _generate(self, calls: list[ModelCall], max_new: int) -> list[CallResult]:
-        prompts = [call.prefix + call.input for call in calls]
-        encoded = self.tokenizer(prompts, return_tensors="pt", padding=True)
+        """Greedy answers of calls that generate `max_new` tokens, the calls of one prefix
+        together: their shared leading tokens are computed once (see _generate_sharing)."""
+        rows = [self.tokenizer(call.prefix + call.input)["input_ids"] for call in calls]
+        by_prefix: dict[str, list[int]] = {}
+        for i, call in enumerate(calls):
+            by_prefix.setdefault(call.prefix, []).append(i)
+        answers: list[CallResult | None] = [None] * len(calls)
+        alone: list[int] = []
+        for members in by_prefix.values():
+            shared = _shared_length([rows[i] for i in members])
+            if len(members) < 2 or shared < MIN_SHARED_TOKENS:
+                alone += members
+                continue
+            found = self._generate_sharing([rows[i] for i in members], shared, max_new)
+            for i, answer in zip(members, found, strict=True):
+                answers[i] = answer
+        if alone:
+            prompts = [calls[i].prefix + calls[i].input for i in alone]
+            encoded = self.tokenizer(prompts, return_tensors="pt", padding=True)
+            with torch.inference_mode():
+                generated = self.model.generate(
+                    **encoded,
+                    max_new_tokens=max_new,
+                    do_sample=False,
+                    pad_token_id=self.tokenizer.pad_token_id,
+                )
+            for i, own in zip(alone, generated[:, encoded["input_ids"].shape[1] :], strict=True):
+                answers[i] = self._answer(own)
+        return answers  # type: ignore[return-value]  # every slot is filled above
+
+    def _generate_sharing(self, rows: list[list[int]], shared: int, max_new: int) -> list[CallResult]:
+        """The prefix KV cache: the rows' first `shared` tokens (the same in every row) are
+        prefilled once, for one row, and that cache is repeated for the batch; each row's own
+        tokens follow the shared ones, padded between the two (masked, and positions continue
+        from the shared part as in the row alone). Only the rows' own tokens are prefilled:
+        with a 200-token system prompt and 8 calls, 1,600 fewer token positions."""
+        pad = self.tokenizer.pad_token_id
+        own = [row[shared:] for row in rows]
+        width = max(len(tokens) for tokens in own)
+        input_ids = torch.tensor([rows[0][:shared] + [pad] * (width - len(t)) + t for t in own])
+        attention_mask = torch.tensor([[1] * shared + [0] * (width - len(t)) + [1] * len(t) for t in own])
         with torch.inference_mode():
+            cache = self.model(input_ids=input_ids[:1, :shared], use_cache=True).cache
+            cache.batch_repeat_interleave(len(rows))
             generated = self.model.generate(
-                **encoded,
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                cache=cache,
                 max_new_tokens=max_new,
                 do_sample=False,
-                pad_token_id=self.tokenizer.pad_token_id,
+                pad_token_id=pad,
             )
-        answers = []
-        for own in generated[:, encoded["input_ids"].shape[1] :]:
-            own = own[own != self.tokenizer.pad_token_id]
-            text = self.tokenizer.decode(own, skip_special_tokens=True)
-            answers.append(CallResult({"text": text, "completion_tokens": int(own.numel())}))
-        return answers
+        self.prefix_tokens_reused += shared * (len(rows) - 1)
+        return [self._answer(tokens) for tokens in generated[:, input_ids.shape[1] :]]
+
+    def _answer(self, generated: torch.Tensor) -> CallResult:
+        own = generated[generated != self.tokenizer.pad_token_id]
+        text = self.tokenizer.decode(own, skip_special_tokens=True)
+        return CallResult({"text": text, "completion_tokens": int(own.numel())})
+
+
+def _shared_length(rows: list[list[int]]) -> int:
+    """How many leading tokens every row shares, leaving each row at least one of its own
+    (generation starts from a row's last token). Counted on the tokens, not the prefix text:
+    a prefix's last characters may tokenize together with the input's first."""
+    shortest = min(len(row) for row in rows) - 1
+    shared = 0
+    while shared < shortest and all(row[shared] == rows[0][shared] for row in rows):
+        shared += 1
+    return shared

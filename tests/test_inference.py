@@ -213,6 +213,37 @@ def test_rows_that_fit_the_context_alone_are_answered_as_alone_when_batched_toge
     assert max(lengths) <= tiny_lm.context_tokens
 
 
+def test_calls_of_one_prefix_prefill_it_once_and_answer_as_alone():
+    """The prefix KV cache: the shared prefix is computed once for the batch, each call's
+    own tokens after it, and every answer is the one the call gets alone (seed 8 answers
+    these inputs five different ways, so an answer taken from the wrong row would show)."""
+    lm = CausalLM.from_settings({"tiny_seed": 8, "max_new_tokens": 6})
+    inputs = ["how do I reset my password", "cancel my order please", "where is my parcel", "hi"]
+    calls = [ModelCall(PREFIX, text) for text in inputs] + [ModelCall("", "no prefix at all")]
+    positions = []
+
+    def count_positions(module, args, kwargs):
+        positions.append(kwargs["input_ids"].numel())
+
+    alone = [lm.run_batch([call])[0] for call in calls]
+    assert len({r.answer["text"] for r in alone}) >= 4
+    hook = lm.model.register_forward_pre_hook(count_positions, with_kwargs=True)
+    try:
+        together = lm.run_batch(calls)
+    finally:
+        hook.remove()
+    assert together == alone
+    prompt_tokens = [lm.token_count(call) - 6 for call in calls]
+    shared = len(lm.tokenizer(PREFIX)["input_ids"]) - 1  # the prefix's bytes (no end token)
+    assert lm.prefix_tokens_reused == shared * 3
+    # Prefill of the prefix once, then of the 4 rows' own tokens (padded to the longest),
+    # then one position a row for each further token; the row without a prefix apart.
+    # Left-padded without the cache, the 4 rows' prefill is 4 x their longest prompt.
+    own = max(prompt_tokens[:4]) - shared
+    assert positions[:2] == [shared, 4 * own]
+    assert shared + 4 * own < 4 * max(prompt_tokens[:4])
+
+
 def _misses(keys, inputs, model="m", params_json="{}"):
     """Requests that missed both look-ups, ids "a", "b", ... in order."""
     count = len(keys)

@@ -151,6 +151,9 @@ def test_every_request_ends_in_one_outcome_row(two_days):
     answered = _metadata(two_days[3], "inference_outputs")
     assert answered["lookalike_keys_folded"] == 1 and answered["folded"] == 3
     assert answered["lookalike_seconds"] > 0
+    # Day 1's five calls of the FAQ prefix that ran (d1-1, d1-3, d1-4, d1-10, d1-12; d1-5 is
+    # over the context) prefilled its 39 tokens once, not five times: 4 x 39 not computed.
+    assert answered["prefix_tokens_reused"] == len(SYSTEM) * 4
 
 
 def test_model_calls_plus_failed_equal_distinct_keys_that_missed(two_days):
