@@ -244,6 +244,56 @@ def test_calls_of_one_prefix_prefill_it_once_and_answer_as_alone():
     assert shared + 4 * own < 4 * max(prompt_tokens[:4])
 
 
+def _tiny_gpt2(seed: int):
+    """A random GPT-2 (learned absolute positions, unlike Llama's rotary ones), built from a
+    config: nothing is downloaded."""
+    from transformers import ByT5Tokenizer, GPT2Config, GPT2LMHeadModel
+
+    tokenizer = ByT5Tokenizer()
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_embd=64,
+        n_layer=2,
+        n_head=4,
+        n_positions=1024,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
+    torch.manual_seed(seed)
+    return CausalLM(GPT2LMHeadModel(config).eval(), tokenizer, 4)
+
+
+@pytest.mark.parametrize("kind", ["llama", "gpt2"])
+def test_with_the_prefix_cache_every_step_s_logits_are_the_calls_own_alone(kind):
+    """Stronger than equal answers: the scores of every generated token, with the prefix's
+    cache shared by the batch and the call's own tokens after a gap of padding, equal the
+    call's own run alone (rotary and learned positions alike)."""
+    lm = CausalLM.from_settings({"tiny_seed": 8, "max_new_tokens": 4}) if kind == "llama" else _tiny_gpt2(3)
+    calls = [ModelCall(PREFIX, text) for text in ["reset my password", "cancel my order please", "hi"]]
+    scores = []
+    generate = lm.model.generate
+
+    def generate_keeping_scores(**kwargs):
+        # Every step generated (a random model may end a row at once), in both runs alike.
+        kwargs["min_new_tokens"] = kwargs["max_new_tokens"]
+        out = generate(**kwargs, output_scores=True, return_dict_in_generate=True)
+        scores.append(torch.stack(out.scores, dim=1))
+        return out.sequences
+
+    lm.model.generate = generate_keeping_scores
+    try:
+        lm.run_batch(calls)
+        for call in calls:
+            lm.run_batch([call])
+    finally:
+        del lm.model.generate
+    assert lm.prefix_tokens_reused > 0  # the first run shared the prefix
+    together, alone = scores[0], torch.cat(scores[1:])
+    assert together.shape == alone.shape == (3, 4, len(lm.tokenizer))
+    torch.testing.assert_close(together, alone, rtol=0, atol=1e-5)
+
+
 def _misses(keys, inputs, model="m", params_json="{}"):
     """Requests that missed both look-ups, ids "a", "b", ... in order."""
     count = len(keys)
