@@ -75,17 +75,23 @@ def run_calls(
     max_batch_size: int = DEFAULT_MAX_BATCH_SIZE,
 ) -> list[TimedResult]:
     """Run every call, in planned batches; one call's failure never fails the others."""
-    token_counts, generated = [], []
+    token_counts, generated = [0] * len(calls), [0] * len(calls)
     generation_tokens = getattr(backend, "generation_tokens", None)
+    refusal = getattr(backend, "refusal", None)
     outcomes: list[TimedResult | None] = [None] * len(calls)
     for i, call in enumerate(calls):
         try:
-            token_counts.append(backend.token_count(call))
-            generated.append(generation_tokens(call) if generation_tokens else 0)
+            count = backend.token_count(call)
+            new = generation_tokens(call) if generation_tokens else 0
+            refused = refusal(call) if refusal else None
         except Exception as error:  # noqa: BLE001 - a bad input must not stop the batch
-            token_counts.append(0)
-            generated.append(0)
             outcomes[i] = TimedResult(CallResult(None, f"tokenization failed: {error}"), 0.0, -1)
+            continue
+        if refused is not None:
+            # Never in a batch: it costs nothing, nor takes a share of an attempt that fails.
+            outcomes[i] = TimedResult(CallResult(None, refused), 0.0, -1)
+            continue
+        token_counts[i], generated[i] = count, new
     pending = [i for i in range(len(calls)) if outcomes[i] is None]
     plan = plan_batches(
         [token_counts[i] for i in pending],

@@ -109,7 +109,8 @@ def _run_keys(
                 answer_json(answer) if answer is not None else None,
                 outcome.result.error,
                 outcome.device_seconds,
-                # -1: the call never reached a batch (its input could not be tokenized).
+                # -1: the call never reached a batch (its input could not be tokenized, or the
+                # model refused it: over its context).
                 next_batch + outcome.batch_index if outcome.batch_index >= 0 else -1,
             )
         next_batch += max((outcome.batch_index for outcome in timed), default=-1) + 1

@@ -294,6 +294,80 @@ def test_with_the_prefix_cache_every_step_s_logits_are_the_calls_own_alone(kind)
     torch.testing.assert_close(together, alone, rtol=0, atol=1e-5)
 
 
+def test_a_sliding_window_model_or_one_naming_its_cache_kind_left_pads_instead():
+    """A sliding window counts sequence places, so padding after the shared tokens would cut
+    a row's window short (a review: 15 of 24 rows differed with a window of 24); a model
+    whose generation config names a cache kind refuses one passed to it, and every batch
+    then ran its calls one by one. Both keep to left padding, the batch whole."""
+    from transformers import ByT5Tokenizer, MistralConfig, MistralForCausalLM
+
+    tokenizer = ByT5Tokenizer()
+    config = MistralConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        sliding_window=24,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+    )
+    torch.manual_seed(0)
+    windowed = CausalLM(MistralForCausalLM(config).eval(), tokenizer, 6)
+    own_cache = CausalLM.from_settings({"tiny_seed": 8, "max_new_tokens": 6})
+    own_cache.model.generation_config.cache_implementation = "static"
+    calls = [
+        ModelCall(PREFIX, text) for text in ["how do I reset my password please", "cancel my order", "hi"]
+    ]
+    for lm in (windowed, own_cache):
+        sizes = []
+        generate = lm.model.generate
+
+        def counting_generate(sizes=sizes, generate=generate, **kwargs):
+            sizes.append(kwargs["input_ids"].shape[0])
+            return generate(**kwargs)
+
+        lm.model.generate = counting_generate
+        try:
+            together = [r.result for r in run_calls(lm, calls)]
+        finally:
+            del lm.model.generate
+        assert sizes == [3] and lm.prefix_tokens_reused == 0
+        assert together == [lm.run_batch([call])[0] for call in calls]
+
+
+def test_a_call_the_model_refuses_stays_out_of_every_batch_and_its_attempts(monkeypatch):
+    """A call over the model's context never runs: it joins no batch, so it neither counts in
+    the token budget nor takes (by its many tokens) most of an attempt that runs out of memory."""
+    import inference.batcher
+
+    clock = [0.0]
+    monkeypatch.setattr(inference.batcher, "_clock", lambda: clock[0])
+
+    class RefusesLong(FlakyBackend):
+        def token_count(self, call):
+            return 5000 if call.input == "long" else 10
+
+        def refusal(self, call):
+            return "over the context" if call.input == "long" else None
+
+        def run_batch(self, calls):
+            clock[0] += len(calls)
+            return super().run_batch(calls)
+
+    backend = RefusesLong(fits=1)
+    results = run_calls(backend, [ModelCall("", t) for t in ["long", "a", "b"]], max_batch_tokens=100)
+    assert backend.batch_sizes == [2, 1, 1]
+    assert (results[0].result.error, results[0].device_seconds, results[0].batch_index) == (
+        "over the context",
+        0,
+        -1,
+    )
+    assert [r.device_seconds for r in results[1:]] == pytest.approx([2.0, 2.0])
+
+
 def _misses(keys, inputs, model="m", params_json="{}"):
     """Requests that missed both look-ups, ids "a", "b", ... in order."""
     count = len(keys)
