@@ -368,6 +368,32 @@ def test_a_call_the_model_refuses_stays_out_of_every_batch_and_its_attempts(monk
     assert [r.device_seconds for r in results[1:]] == pytest.approx([2.0, 2.0])
 
 
+def test_a_call_whose_generation_length_cannot_be_read_shifts_no_other_calls_count(monkeypatch):
+    import inference.batcher
+
+    clock = [0.0]
+    monkeypatch.setattr(inference.batcher, "_clock", lambda: clock[0])
+
+    class Counts(FlakyBackend):
+        def token_count(self, call):
+            return {"a": 100, "bad": 50, "c": 2, "d": 1}[call.input]
+
+        def generation_tokens(self, call):
+            if call.input == "bad":
+                raise ValueError("no max_new_tokens")
+            return 0
+
+        def run_batch(self, calls):
+            clock[0] += 103.0
+            return super().run_batch(calls)
+
+    results = run_calls(Counts(fits=8), [ModelCall("", t) for t in ["a", "bad", "c", "d"]])
+    assert results[1].result.error == "tokenization failed: no max_new_tokens"
+    # Shared by each call's own count (before, the counts after "bad" moved up a place:
+    # "c" was charged as 0 tokens and "d" as "c").
+    assert [r.device_seconds for r in results] == pytest.approx([100.0, 0.0, 2.0, 1.0])
+
+
 def _misses(keys, inputs, model="m", params_json="{}"):
     """Requests that missed both look-ups, ids "a", "b", ... in order."""
     count = len(keys)
