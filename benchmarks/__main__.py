@@ -7,6 +7,7 @@ BENCHMARKS = {
     "candidates": "benchmarks.candidates",
     "languages": "benchmarks.languages",
     "pair_scores": "benchmarks.pair_scores",
+    "prefix_cache": "benchmarks.prefix_cache",
     "semantic": "benchmarks.semantic",
     "verifier": "benchmarks.verifier",
 }
