@@ -33,27 +33,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     quiet_environment()
-    import torch
-    from transformers import ByT5Tokenizer, LlamaConfig, LlamaForCausalLM
+    from transformers import LlamaConfig, LlamaForCausalLM
 
     import inference.causal_lm as causal_lm
     from inference.base import ModelCall
+    from inference.tiny_lm import build_random_lm
 
-    tokenizer = ByT5Tokenizer()
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
+    model, tokenizer = build_random_lm(
+        LlamaForCausalLM,
+        LlamaConfig,
+        0,
         hidden_size=args.hidden,
         intermediate_size=args.hidden * 8 // 3,
         num_hidden_layers=args.layers,
         num_attention_heads=8,
         num_key_value_heads=4,
         max_position_embeddings=4096,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
     )
-    torch.manual_seed(0)
-    lm = causal_lm.CausalLM(LlamaForCausalLM(config).eval(), tokenizer, args.max_new_tokens)
+    lm = causal_lm.CausalLM(model, tokenizer, args.max_new_tokens)
     prefix = SYSTEM_PROMPT * args.prompt_repeats + "Question: "
     calls = [ModelCall(prefix, f"question {i} about my order {i * 7}") for i in range(args.calls)]
     shared_min = causal_lm.MIN_SHARED_TOKENS

@@ -12,6 +12,7 @@ from inference.batcher import plan_batches, run_calls
 from inference.causal_lm import CausalLM
 from inference.classifier import ZeroShotClassifier
 from inference.miss_runner import BatchLimits, answer_misses
+from inference.tiny_lm import build_random_lm
 
 PREFIX = "You are a support assistant.\nQuestion: "
 
@@ -245,23 +246,13 @@ def test_calls_of_one_prefix_prefill_it_once_and_answer_as_alone():
 
 
 def _tiny_gpt2(seed: int):
-    """A random GPT-2 (learned absolute positions, unlike Llama's rotary ones), built from a
-    config: nothing is downloaded."""
-    from transformers import ByT5Tokenizer, GPT2Config, GPT2LMHeadModel
+    """A random GPT-2: learned absolute positions, unlike Llama's rotary ones."""
+    from transformers import GPT2Config, GPT2LMHeadModel
 
-    tokenizer = ByT5Tokenizer()
-    config = GPT2Config(
-        vocab_size=len(tokenizer),
-        n_embd=64,
-        n_layer=2,
-        n_head=4,
-        n_positions=1024,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
+    model, tokenizer = build_random_lm(
+        GPT2LMHeadModel, GPT2Config, seed, n_embd=64, n_layer=2, n_head=4, n_positions=1024
     )
-    torch.manual_seed(seed)
-    return CausalLM(GPT2LMHeadModel(config).eval(), tokenizer, 4)
+    return CausalLM(model, tokenizer, 4)
 
 
 @pytest.mark.parametrize("kind", ["llama", "gpt2"])
@@ -299,23 +290,20 @@ def test_a_sliding_window_model_or_one_naming_its_cache_kind_left_pads_instead()
     a row's window short (a review: 15 of 24 rows differed with a window of 24); a model
     whose generation config names a cache kind refuses one passed to it, and every batch
     then ran its calls one by one. Both keep to left padding, the batch whole."""
-    from transformers import ByT5Tokenizer, MistralConfig, MistralForCausalLM
+    from transformers import MistralConfig, MistralForCausalLM
 
-    tokenizer = ByT5Tokenizer()
-    config = MistralConfig(
-        vocab_size=len(tokenizer),
+    model, tokenizer = build_random_lm(
+        MistralForCausalLM,
+        MistralConfig,
+        0,
         hidden_size=64,
         intermediate_size=128,
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
         sliding_window=24,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
     )
-    torch.manual_seed(0)
-    windowed = CausalLM(MistralForCausalLM(config).eval(), tokenizer, 6)
+    windowed = CausalLM(model, tokenizer, 6)
     own_cache = CausalLM.from_settings({"tiny_seed": 8, "max_new_tokens": 6})
     own_cache.model.generation_config.cache_implementation = "static"
     calls = [
