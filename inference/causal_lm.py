@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -85,20 +86,27 @@ class CausalLM:
         by_length: dict[int, list[int]] = {}
         for i in runnable:
             by_length.setdefault(self._max_new(calls[i]), []).append(i)
+        reused = 0
         for max_new, rows in by_length.items():
-            for i, answer in zip(rows, self._generate([calls[i] for i in rows], max_new), strict=True):
+            answers, reused_here = self._generate([calls[i] for i in rows], max_new)
+            for i, answer in zip(rows, answers, strict=True):
                 results[i] = answer
+            reused += reused_here
+        # Counted once the whole batch has run: a batch that fails part way is run again.
+        self.prefix_tokens_reused += reused
         return results  # type: ignore[return-value]  # every slot is filled above
 
-    def _generate(self, calls: list[ModelCall], max_new: int) -> list[CallResult]:
+    def _generate(self, calls: list[ModelCall], max_new: int) -> tuple[list[CallResult], int]:
         """Greedy answers of calls that generate `max_new` tokens, the calls of one prefix
-        together: their shared leading tokens are computed once (see _generate_sharing)."""
+        together: their shared leading tokens are computed once (see _generate_sharing).
+        Also the token positions that sharing kept from being computed again."""
         rows = [self.tokenizer(call.prefix + call.input)["input_ids"] for call in calls]
         by_prefix: dict[str, list[int]] = {}
         for i, call in enumerate(calls):
             by_prefix.setdefault(call.prefix, []).append(i)
         answers: list[CallResult | None] = [None] * len(calls)
         alone: list[int] = []
+        reused = 0
         shares_prefixes = _can_share_prefixes(self.model)
         for members in by_prefix.values():
             shared = _shared_length([rows[i] for i in members])
@@ -108,6 +116,7 @@ class CausalLM:
             found = self._generate_sharing([rows[i] for i in members], shared, max_new)
             for i, answer in zip(members, found, strict=True):
                 answers[i] = answer
+            reused += shared * (len(members) - 1)
         if alone:
             prompts = [calls[i].prefix + calls[i].input for i in alone]
             encoded = self.tokenizer(prompts, return_tensors="pt", padding=True)
@@ -120,7 +129,7 @@ class CausalLM:
                 )
             for i, own in zip(alone, generated[:, encoded["input_ids"].shape[1] :], strict=True):
                 answers[i] = self._answer(own)
-        return answers  # type: ignore[return-value]  # every slot is filled above
+        return answers, reused  # type: ignore[return-value]  # every slot is filled above
 
     def _generate_sharing(self, rows: list[list[int]], shared: int, max_new: int) -> list[CallResult]:
         """The prefix KV cache: the rows' first `shared` tokens (the same in every row) are
@@ -136,7 +145,10 @@ class CausalLM:
         input_ids = torch.tensor([rows[0][:shared] + [pad] * (width - len(t)) + t for t in own])
         attention_mask = torch.tensor([[1] * shared + [0] * (width - len(t)) + [1] * len(t) for t in own])
         with torch.inference_mode():
-            cache = self.model(input_ids=input_ids[:1, :shared], use_cache=True).cache
+            # Only the cache is wanted: logits for the last place alone (every place's logits
+            # would be shared x vocabulary floats, 1.2 GB for 2,000 tokens of a 150,000 vocabulary).
+            keep = {"logits_to_keep": 1} if _keeps_logits(self.model) else {}
+            cache = self.model(input_ids=input_ids[:1, :shared], use_cache=True, **keep).cache
             cache.batch_repeat_interleave(len(rows))
             generated = self.model.generate(
                 input_ids=input_ids,
@@ -146,7 +158,6 @@ class CausalLM:
                 do_sample=False,
                 pad_token_id=pad,
             )
-        self.prefix_tokens_reused += shared * (len(rows) - 1)
         return [self._answer(tokens) for tokens in generated[:, input_ids.shape[1] :]]
 
     def _answer(self, generated: torch.Tensor) -> CallResult:
@@ -168,6 +179,10 @@ def _can_share_prefixes(model: Any) -> bool:
         return False
     generation_config = getattr(model, "generation_config", None)
     return getattr(generation_config, "cache_implementation", None) is None
+
+
+def _keeps_logits(model: Any) -> bool:
+    return "logits_to_keep" in inspect.signature(model.forward).parameters
 
 
 def _shared_length(rows: list[list[int]]) -> int:

@@ -223,8 +223,11 @@ def test_calls_of_one_prefix_prefill_it_once_and_answer_as_alone():
     calls = [ModelCall(PREFIX, text) for text in inputs] + [ModelCall("", "no prefix at all")]
     positions = []
 
+    kept_logits = []
+
     def count_positions(module, args, kwargs):
         positions.append(kwargs["input_ids"].numel())
+        kept_logits.append(kwargs.get("logits_to_keep"))
 
     alone = [lm.run_batch([call])[0] for call in calls]
     assert len({r.answer["text"] for r in alone}) >= 4
@@ -242,7 +245,32 @@ def test_calls_of_one_prefix_prefill_it_once_and_answer_as_alone():
     # Left-padded without the cache, the 4 rows' prefill is 4 x their longest prompt.
     own = max(prompt_tokens[:4]) - shared
     assert positions[:2] == [shared, 4 * own]
+    assert kept_logits[0] == 1  # the prefix's prefill keeps its cache, not every place's logits
     assert shared + 4 * own < 4 * max(prompt_tokens[:4])
+
+
+def test_a_batch_that_fails_part_way_counts_its_shared_prefix_once_it_runs_whole():
+    """Two lengths asked for, two generations: the second runs out of memory, and the batch is
+    run again (by the batcher, in halves). The first generation's reuse is not counted twice."""
+    lm = CausalLM.from_settings({"tiny_seed": 8, "max_new_tokens": 6})
+    calls = [ModelCall(PREFIX, text, {"max_new_tokens": 2}) for text in ["reset my password", "cancel"]]
+    calls += [ModelCall(PREFIX, "hi", {"max_new_tokens": 3})]
+    generate = lm.model.generate
+
+    def out_of_memory_for_three(**kwargs):
+        if kwargs["max_new_tokens"] == 3:
+            raise torch.OutOfMemoryError("out of memory (simulated)")
+        return generate(**kwargs)
+
+    lm.model.generate = out_of_memory_for_three
+    try:
+        with pytest.raises(torch.OutOfMemoryError):
+            lm.run_batch(calls)
+    finally:
+        del lm.model.generate
+    assert lm.prefix_tokens_reused == 0
+    lm.run_batch(calls)
+    assert lm.prefix_tokens_reused == len(lm.tokenizer(PREFIX)["input_ids"]) - 1  # two calls, one reuse
 
 
 def _tiny_gpt2(seed: int):
