@@ -8,7 +8,9 @@ or an error that had to be isolated) is device time spent too, charged to the ca
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -26,6 +28,8 @@ _clock = time.perf_counter
 class TimedResult:
     result: CallResult
     device_seconds: float
+    # The run that returned the result, counted from 0 in the order runs happen (a batch
+    # halved after running out of memory is two runs); -1: the call never ran.
     batch_index: int
 
 
@@ -100,12 +104,11 @@ def run_calls(
         max_batch_size,
         [generated[i] for i in pending],
     )
-    for batch_index, batch in enumerate(plan):
+    runs = itertools.count()
+    for batch in plan:
         members = [pending[j] for j in batch]
         for i, timed in zip(
-            members,
-            _run_with_backoff(backend, calls, members, token_counts, batch_index),
-            strict=True,
+            members, _run_with_backoff(backend, calls, members, token_counts, runs), strict=True
         ):
             outcomes[i] = timed
     return outcomes  # type: ignore[return-value]  # every slot is filled above
@@ -116,7 +119,7 @@ def _run_with_backoff(
     calls: list[ModelCall],
     members: list[int],
     token_counts: list[int],
-    batch_index: int,
+    runs: Iterator[int],
 ) -> list[TimedResult]:
     """Run a batch; on out-of-memory halve it and retry, on another error isolate the culprit."""
     started = _clock()
@@ -128,7 +131,7 @@ def _run_with_backoff(
     except Exception as error:  # noqa: BLE001 - isolate which call failed
         error_message = f"{type(error).__name__}: {error}"
     if not out_of_memory and error_message is None:
-        return _shared(_device_elapsed(started), members, results, token_counts, batch_index)
+        return _shared(_device_elapsed(started), members, results, token_counts, next(runs))
     # Not synchronized: after a device error the wait could raise again.
     elapsed = _clock() - started
     # Retried here, past the except clauses: inside one, the exception's traceback still
@@ -136,17 +139,15 @@ def _run_with_backoff(
     # retry would run beside the memory that made the first attempt fail.
     if len(members) == 1:
         message = "out of device memory even alone" if out_of_memory else error_message
-        retried = [TimedResult(CallResult(None, message), 0.0, batch_index)]
+        retried = [TimedResult(CallResult(None, message), 0.0, next(runs))]
     elif out_of_memory:
         _release_device_memory()
         half = len(members) // 2
-        retried = _run_with_backoff(backend, calls, members[:half], token_counts, batch_index)
-        retried += _run_with_backoff(backend, calls, members[half:], token_counts, batch_index)
+        retried = _run_with_backoff(backend, calls, members[:half], token_counts, runs)
+        retried += _run_with_backoff(backend, calls, members[half:], token_counts, runs)
     else:
         retried = [
-            timed
-            for i in members
-            for timed in _run_with_backoff(backend, calls, [i], token_counts, batch_index)
+            timed for i in members for timed in _run_with_backoff(backend, calls, [i], token_counts, runs)
         ]
     # The failed attempt ran on the device as well: its time goes to the calls it held.
     failed_share = _by_tokens(elapsed, members, token_counts)

@@ -128,6 +128,8 @@ def test_out_of_memory_halves_the_batch_and_retries():
     assert [r.result.answer["echo"] for r in results] == [str(i) for i in range(8)]
     assert backend.batch_sizes[0] == 8 and max(backend.batch_sizes[1:]) <= 4
     assert all(r.device_seconds >= 0 for r in results)
+    # Numbered by the runs that answered (four of two), not by the one batch planned.
+    assert [r.batch_index for r in results] == [0, 0, 1, 1, 2, 2, 3, 3]
 
 
 def test_retries_after_out_of_memory_run_outside_the_failed_attempts_exception():
