@@ -68,7 +68,7 @@ def semantic_audit(context: dg.AssetExecutionContext, infercache: InferCacheReso
         context.log.warning(
             f"the audit found {reported} answer(s) served from another request that the model answers "
             "differently; they are in wrong_answer_reports, and the sensor recompute_after_audit "
-            f"re-runs the partition (without a daemon: `{recompute_command(partition)}`)"
+            f"re-runs the partition (without a daemon: `{recompute_command(partition, infercache.home)}`)"
         )
     return dg.MaterializeResult(
         metadata={

@@ -11,5 +11,6 @@ def markdown_table(frame: pl.DataFrame) -> dg.MetadataValue:
         return dg.MetadataValue.md("none")
     header = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "---|" * frame.width
-    rows = ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.iter_rows()]
+    # A cell may quote a request's own text: its "|" would start another column.
+    rows = ["| " + " | ".join(str(v).replace("|", "\\|") for v in row) + " |" for row in frame.iter_rows()]
     return dg.MetadataValue.md("\n".join([header, rule, *rows]))

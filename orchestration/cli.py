@@ -186,7 +186,7 @@ def _report_wrong(args: argparse.Namespace) -> int:
 
     home = _prepare_environment()
     resource = InferCacheResource(home=str(home))
-    rerun = recompute_command(args.partition)
+    rerun = recompute_command(args.partition, str(home))
     with open_store(resource.locations.duckdb_path) as con:
         try:
             if args.withdraw:

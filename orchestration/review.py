@@ -19,6 +19,7 @@ next run on.
 import json
 import os
 import shlex
+from pathlib import Path
 
 import dagster as dg
 from pydantic import Field, ValidationError
@@ -66,12 +67,15 @@ def report_wrong_answer() -> None:
     record_wrong_answer_report()
 
 
-def recompute_command(partition: str) -> str:
+def recompute_command(partition: str, home: str) -> str:
     """The command line that does what `recompute_from_semantic_lookups` does, outside the UI:
-    under this process's DAGSTER_HOME, so that its steps take turns with the instance's runs
-    (its store pool); without it the command runs beside them (a review)."""
+    on the store under `home` (INFERCACHE_HOME: without it, the command run from another
+    folder recomputed that folder's store, a new and empty one, and the instance then counted
+    the partition as recomputed), under this process's DAGSTER_HOME, so that its steps take
+    turns with the instance's runs (its store pool); without it the command runs beside them."""
     instance = os.environ.get("DAGSTER_HOME")
-    prefix = f"DAGSTER_HOME={shlex.quote(instance)} " if instance else ""
+    prefix = f"INFERCACHE_HOME={shlex.quote(str(Path(home).resolve()))} "
+    prefix += f"DAGSTER_HOME={shlex.quote(instance)} " if instance else ""
     return (
         f"{prefix}dagster asset materialize -m orchestration.definitions --select 'semantic_lookups*' "
         f"--partition {shlex.quote(partition)}"

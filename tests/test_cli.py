@@ -530,8 +530,13 @@ def test_the_recompute_command_names_the_instance_its_steps_take_turns_in(monkey
     from orchestration.review import recompute_command
 
     monkeypatch.setenv("DAGSTER_HOME", "/srv/my infercache/dagster")
-    command = recompute_command("2026-01-02")
-    assert command.startswith("DAGSTER_HOME='/srv/my infercache/dagster' dagster asset materialize ")
+    command = recompute_command("2026-01-02", "/srv/my infercache")
+    # The store too: run from another folder, the command recomputed that folder's (empty)
+    # store, and the instance counted the partition as recomputed (a review).
+    assert command.startswith(
+        "INFERCACHE_HOME='/srv/my infercache' DAGSTER_HOME='/srv/my infercache/dagster' "
+        "dagster asset materialize "
+    )
     assert command.endswith("--partition 2026-01-02")
 
 

@@ -213,6 +213,34 @@ def test_great_expectations_check_passes_on_accepted_rows(two_days):
     assert evaluations["quarantine_rate_below_5_percent"] is False
 
 
+def test_an_unreadable_file_fails_the_quarantine_check_whatever_the_rate(tmp_path):
+    """A file that cannot be read is one quarantine row however many requests it held: 1 in
+    41 is under 5%, and the check passed a day whose requests were mostly never read."""
+    from assets.intake import model_requests
+
+    home = tmp_path / "home"
+    _land(home, DAY1, [_faq(f"r{i}", f"question number {i}") for i in range(40)])
+    (home / "landing" / DAY1 / "more.parquet").write_bytes(b"not a parquet file")
+    result = dg.materialize(
+        [model_requests], partition_key=DAY1, resources={"infercache": InferCacheResource(home=str(home))}
+    )
+    check = next(
+        e for e in result.get_asset_check_evaluations() if e.check_name == "quarantine_rate_below_5_percent"
+    )
+    assert check.metadata["quarantine_rate"].value == pytest.approx(1 / 41)
+    assert check.metadata["unreadable_files"].value == 1
+    assert check.passed is False
+
+
+def test_a_bar_in_a_quarantine_reason_stays_in_its_cell():
+    from assets.metadata import markdown_table
+
+    table = markdown_table(pl.DataFrame({"reason": ["unknown model 'gpt | 4'"], "len": [3]})).value
+    header, _, row = table.splitlines()
+    assert row == "| unknown model 'gpt \\| 4' | 3 |"
+    assert row.replace("\\|", "").count("|") == header.count("|")
+
+
 def test_answers_are_exported_as_parquet(two_days):
     home, resource, *_ = two_days
     export = pl.read_parquet(resource.locations.answers_export(DAY2))
