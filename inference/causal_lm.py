@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,9 @@ MIN_SHARED_TOKENS = 16
 
 
 class CausalLM:
-    def __init__(self, model: Any, tokenizer: Any, max_new_tokens: int) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, max_new_tokens: int, min_shared_tokens: int = MIN_SHARED_TOKENS
+    ) -> None:
         self.model = model
         self.tokenizer = tokenizer
         self.tokenizer.padding_side = "left"
@@ -26,8 +29,14 @@ class CausalLM:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.max_new_tokens = max_new_tokens
         self.context_tokens = int(getattr(model.config, "max_position_embeddings", 2048))
+        self.min_shared_tokens = min_shared_tokens
         # Token positions not prefilled again thanks to the prefix KV cache (all batches so far).
         self.prefix_tokens_reused = 0
+        # A prompt is read for its count (planning), its refusal and its generation: tokenized once.
+        self._prompt_ids = functools.lru_cache(maxsize=4096)(self._tokenize)
+
+    def _tokenize(self, prompt: str) -> tuple[int, ...]:
+        return tuple(self.tokenizer(prompt)["input_ids"])
 
     @classmethod
     def from_settings(cls, settings: dict[str, Any]) -> CausalLM:
@@ -53,8 +62,7 @@ class CausalLM:
         return int(call.params.get("max_new_tokens", self.max_new_tokens))
 
     def token_count(self, call: ModelCall) -> int:
-        prompt = len(self.tokenizer(call.prefix + call.input)["input_ids"])
-        return prompt + self._max_new(call)
+        return len(self._prompt_ids(call.prefix + call.input)) + self._max_new(call)
 
     def generation_tokens(self, call: ModelCall) -> int:
         """The part of token_count the call generates (the batcher prices padding with it)."""
@@ -100,7 +108,7 @@ class CausalLM:
         """Greedy answers of calls that generate `max_new` tokens, the calls of one prefix
         together: their shared leading tokens are computed once (see _generate_sharing).
         Also the token positions that sharing kept from being computed again."""
-        rows = [self.tokenizer(call.prefix + call.input)["input_ids"] for call in calls]
+        rows = [list(self._prompt_ids(call.prefix + call.input)) for call in calls]
         by_prefix: dict[str, list[int]] = {}
         for i, call in enumerate(calls):
             by_prefix.setdefault(call.prefix, []).append(i)
@@ -110,7 +118,7 @@ class CausalLM:
         shares_prefixes = _can_share_prefixes(self.model)
         for members in by_prefix.values():
             shared = _shared_length([rows[i] for i in members])
-            if not shares_prefixes or len(members) < 2 or shared < MIN_SHARED_TOKENS:
+            if not shares_prefixes or len(members) < 2 or shared < self.min_shared_tokens:
                 alone += members
                 continue
             found = self._generate_sharing([rows[i] for i in members], shared, max_new)
@@ -147,7 +155,7 @@ class CausalLM:
         with torch.inference_mode():
             # Only the cache is wanted: logits for the last place alone (every place's logits
             # would be shared x vocabulary floats, 1.2 GB for 2,000 tokens of a 150,000 vocabulary).
-            keep = {"logits_to_keep": 1} if _keeps_logits(self.model) else {}
+            keep = {"logits_to_keep": 1} if _keeps_logits(type(self.model)) else {}
             cache = self.model(input_ids=input_ids[:1, :shared], use_cache=True, **keep).cache
             cache.batch_repeat_interleave(len(rows))
             generated = self.model.generate(
@@ -181,8 +189,9 @@ def _can_share_prefixes(model: Any) -> bool:
     return getattr(generation_config, "cache_implementation", None) is None
 
 
-def _keeps_logits(model: Any) -> bool:
-    return "logits_to_keep" in inspect.signature(model.forward).parameters
+@functools.cache
+def _keeps_logits(model_class: type) -> bool:
+    return "logits_to_keep" in inspect.signature(model_class.forward).parameters
 
 
 def _shared_length(rows: list[list[int]]) -> int:
